@@ -1,0 +1,19 @@
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/generate.smk"
+include: "rules/judge.smk"
+include: "rules/analysis.smk"
+
+
+rule all:
+    input:
+        all_outputs(),
+    default_target: True

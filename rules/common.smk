@@ -1,0 +1,92 @@
+import os
+
+from snakemake.utils import validate
+
+
+validate(config, schema="../config/schema/config.schema.yaml")
+
+
+wildcard_constraints:
+    dataset="|".join(config["datasets"]),
+    backbone="|".join(config["backbones"]),
+    stage="cot|proposals",
+    method="cot|sc",
+
+
+# The deterministic test double exists for the test suite; a user config cannot use it.
+if os.environ.get("LMAD_ALLOW_TEST_DOUBLE") != "1":
+    for _name, _model in config["models"].items():
+        if _model["backend"] == "scripted":
+            raise ValueError(
+                f"config models.{_name}.backend: 'scripted' is the test double and is only "
+                "allowed in the test suite (LMAD_ALLOW_TEST_DOUBLE=1)"
+            )
+for _name in [*config["backbones"], config["judge"]["model"]]:
+    if _name not in config["models"]:
+        raise ValueError(f"config: model {_name!r} is used but not defined under 'models'")
+
+
+# Which samples table each single-round method votes over.
+PREDICT_SOURCE = {"cot": "cot", "sc": "proposals"}
+
+
+def model_spec(name):
+    """A model's config entry, with the converted-weights folder for GGUF sources."""
+    spec = {"name": name, **config["models"][name]}
+    if "gguf" in spec:
+        spec["model"] = f"resources/models/{name}"
+    return {k: v for k, v in spec.items() if k != "gguf"}
+
+
+def model_files(name):
+    return [f"resources/models/{name}"] if "gguf" in config["models"][name] else []
+
+
+def model_threads(name):
+    return config["models"][name].get("threads", 1)
+
+
+def dataset_spec(name):
+    return {"name": name, "seed": config["seed"], **config["datasets"][name]}
+
+
+def dataset_source(wildcards):
+    spec = config["datasets"][wildcards.dataset]
+    return [spec["path"]] if spec.get("source", "jsonl") == "jsonl" else []
+
+
+def stage_temperatures(stage):
+    return [0.0] if stage == "cot" else config["agents"]["temperatures"]
+
+
+def predictions_of(backbone, dataset):
+    return expand(
+        "results/{backbone}/{dataset}/predictions/{method}.parquet",
+        backbone=backbone,
+        dataset=dataset,
+        method=config["methods"],
+    )
+
+
+def judge_inputs(wildcards):
+    return predictions_of(wildcards.backbone, wildcards.dataset)
+
+
+def analysis_judgments(wildcards):
+    return expand(
+        "results/{backbone}/{dataset}/judgments.parquet",
+        backbone=wildcards.backbone,
+        dataset=config["datasets"],
+    )
+
+
+def analysis_predictions(wildcards):
+    return [p for d in config["datasets"] for p in predictions_of(wildcards.backbone, d)]
+
+
+def all_outputs():
+    return expand(
+        "results/{backbone}/analysis/{name}",
+        backbone=config["backbones"],
+        name=["table.md", "accuracy.png"],
+    )

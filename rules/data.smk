@@ -1,0 +1,28 @@
+rule prepare_data:
+    input:
+        dataset_source,
+    output:
+        questions="results/data/{dataset}.parquet",
+    log:
+        "logs/prepare_data/{dataset}.log",
+    params:
+        spec=lambda w: dataset_spec(w.dataset),
+        base_dir=workflow.basedir,
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/prepare_data.py"
+
+
+rule convert_model:
+    output:
+        model_dir=directory("resources/models/{model}"),
+    log:
+        "logs/convert_model/{model}.log",
+    params:
+        name=lambda w: w.model,
+        gguf=lambda w: config["models"][w.model]["gguf"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/convert_model.py"

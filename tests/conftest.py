@@ -1,0 +1,61 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data" / "mhqa"
+sys.path.insert(0, str(REPO / "workflow"))
+
+DATASETS = ["hotpotqa", "2wikimultihopqa", "musique", "strategyqa"]
+
+
+def scripted_model(name="scripted"):
+    return {"backend": "scripted", "model": name}
+
+
+def make_config(workdir: Path, n=2, models=None, backbones=("scripted",), methods=("cot", "sc"), **extra):
+    """A small config in ``workdir`` with its own copy of the prompt templates."""
+    prompts = workdir / "prompts"
+    shutil.copytree(REPO / "config" / "prompts", prompts, dirs_exist_ok=True)
+    config = {
+        "seed": 0,
+        "cache_dir": str(workdir / "cache"),
+        "datasets": {d: {"source": "jsonl", "path": str(REPO / "data" / "demo" / f"{d}.jsonl"), "n": n}
+                     for d in DATASETS},
+        "models": models or {"scripted": scripted_model()},
+        "backbones": list(backbones),
+        "judge": {"model": next(iter(models or {"scripted": None})), "max_tokens": 4},
+        "methods": list(methods),
+        "agents": {"temperatures": [0.1, 0.5, 0.9]},
+        "solver": {"max_tokens": 64},
+        "prompts": {p.stem: str(p) for p in prompts.glob("*.txt")},
+        "analysis": {"bootstrap_resamples": 200},
+    }
+    config.update(extra)
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return config
+
+
+def write_config(workdir: Path, config: dict):
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def snakemake(workdir: Path, *args, check=True, timeout=900):
+    env = {**os.environ, "LMAD_ALLOW_TEST_DOUBLE": "1"}
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
+    return proc
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    return tmp_path

@@ -1,0 +1,350 @@
+"""Answer extraction, normalization, scoring and voting.
+
+Model output is untrusted text.  Nothing here evaluates it; everything is
+plain regular-expression parsing, and :func:`extract_answer` reports which
+rule produced the answer so that fallbacks can be counted downstream.
+
+Scoring follows the official HotpotQA evaluation script
+(``hotpot_evaluate_v1.py``): the same normalization (lowercase, drop
+punctuation, drop the articles *a/an/the*, collapse whitespace), the same
+exact match and the same token F1, including its yes/no/noanswer special
+case.  On top of the official normalization we canonicalize yes/no answers
+(see :func:`canonical_yes_no`) so that "Yes, they are." scores as "yes".
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Callable, Sequence
+
+__all__ = [
+    "MAX_ANSWER_WORDS",
+    "extract_answer",
+    "normalize_hotpot",
+    "canonical_yes_no",
+    "normalize_answer",
+    "exact_match",
+    "f1_score",
+    "majority_vote",
+    "all_agree",
+]
+
+#: Answers longer than this many words are cut (first sentence, then first
+#: clause, then the first MAX_ANSWER_WORDS words).
+MAX_ANSWER_WORDS = 20
+
+# --------------------------------------------------------------------------
+# extraction
+# --------------------------------------------------------------------------
+
+_BOLD = r"(?:\*\*|__)"
+
+# "Answer:", "**Answer:**", "**Answer**:", "Final answer:", "## Final Answer:",
+# "Short answer -" is *not* accepted: a colon (ASCII or full width) is required.
+# Possessives ("Agent 2's answer:") are excluded because debate transcripts
+# quote other agents' answers.
+_MARKER_COLON = re.compile(
+    rf"(?<![\w'’])(?<!'s\s)(?<!’s\s)(?<!s'\s)(?<!s’\s)"
+    rf"(?:(?:final|short|correct)\s+)?answer\s*{_BOLD}?\s*[:：]",
+    re.IGNORECASE,
+)
+# "The answer is X", "the final answer is: X", "My answer is X",
+# "the answer to the question is X", "the answer would be X".
+_MARKER_IS = re.compile(
+    r"\b(?:the|my|our)\s+(?:(?:final|correct|short)\s+)?answer"
+    r"(?:\s+to\s+(?:the|this)\s+question)?\s*"
+    rf"{_BOLD}?\s*(?:is|would\s+be|remains)\b\s*{_BOLD}?\s*:?",
+    re.IGNORECASE,
+)
+
+_BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
+_QUOTES = "\"'“”‘’«»`"
+_STRIP_CHARS = " \t\r\n" + _QUOTES + ".,;:!?*_#>-–—"
+_ABBREVIATIONS = {
+    "mr", "mrs", "ms", "dr", "st", "jr", "sr", "mt", "ft", "vs", "etc",
+    "inc", "co", "ltd", "no", "prof", "gen", "col", "lt", "sgt", "capt",
+    "gov", "sen", "rep", "rev", "univ", "dept", "corp", "bros", "approx",
+}
+_SENT_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+")
+_CLAUSE_END = re.compile(r"\s*(?:[,;:]|\s[–—-]\s)\s*")
+
+
+def _split_first_sentence(text: str) -> str:
+    """Return the first sentence of ``text``.
+
+    A sentence ends at ``.``, ``!`` or ``?`` followed by whitespace, unless the
+    word before the period is a single letter (initials such as "J. K.",
+    "U.S.") or a common abbreviation ("St.", "Dr.", "Jr.", ...).
+    """
+    for m in _SENT_END.finditer(text):
+        before = text[: m.start()]
+        word = re.findall(r"[A-Za-z]+$", before)
+        if text[m.start()] == "." and word:
+            w = word[0]
+            if len(w) == 1 or w.lower() in _ABBREVIATIONS:
+                continue
+        return text[: m.start()]
+    return text
+
+
+def _split_sentences(text: str) -> list[str]:
+    out: list[str] = []
+    rest = text
+    while rest:
+        first = _split_first_sentence(rest)
+        out.append(first)
+        rest = rest[len(first):]
+        rest = re.sub(r"^[.!?]+[\"'”’)\]]*\s*", "", rest)
+    return out
+
+
+def _strip_markup(text: str) -> str:
+    text = _BOXED.sub(r"\1", text)
+    text = text.replace("**", "").replace("__", "").replace("`", "")
+    text = re.sub(r"^\s*(?:[#>]+|[-*+•]\s)\s*", "", text)  # heading/quote/bullet
+    text = text.replace("*", "")
+    return text.strip(_STRIP_CHARS)
+
+
+def _clean(segment: str) -> str:
+    """Strip markup and cut the segment to a short answer.
+
+    1. Remove ``\\boxed{}``, markdown bold/italics/code, a leading heading,
+       block-quote or bullet marker, surrounding quotes and trailing
+       punctuation (including the trailing period).
+    2. Keep the first sentence.
+    3. If that is still longer than ``MAX_ANSWER_WORDS`` words keep the first
+       clause (up to the first ``,`` ``;`` ``:`` or dash); if that is still
+       too long keep the first ``MAX_ANSWER_WORDS`` words.
+    """
+    text = " ".join(_strip_markup(segment).split())
+    if not text:
+        return ""
+    text = _split_first_sentence(text).strip(_STRIP_CHARS)
+    if len(text.split()) > MAX_ANSWER_WORDS:
+        text = _CLAUSE_END.split(text, maxsplit=1)[0].strip(_STRIP_CHARS)
+    words = text.split()
+    if len(words) > MAX_ANSWER_WORDS:
+        text = " ".join(words[:MAX_ANSWER_WORDS]).strip(_STRIP_CHARS)
+    return text
+
+
+def extract_answer(text: str) -> tuple[str, str]:
+    """Extract a short answer from free-form model output.
+
+    Returns ``(answer, method)``; ``method`` names the rule that fired:
+
+    ``"answer_line"``
+        The text contains an answer marker.  Markers are ``Answer:`` (case
+        insensitive, with optional markdown bold as in ``**Answer:**`` or
+        ``**Answer**:``, optional ``Final``/``Short``/``Correct`` prefix, a
+        full-width colon is accepted), or a phrase ``the/my/our [final]
+        answer [to the question] is/would be/remains [:]``.  Possessive forms
+        ("Agent 2's answer:") are not markers.  The **last** marker in the
+        text wins.  The answer is the rest of that line; if the rest of the
+        line is empty (``**Final Answer:**`` followed by a newline) the next
+        non-empty line is used.  If that still yields nothing after cleaning,
+        the previous marker is tried, and so on.
+    ``"final_sentence"``
+        No usable marker: the last sentence of the last non-empty line.
+    ``"empty"``
+        Nothing usable (empty/whitespace/markup-only text); answer ``""``.
+
+    Every candidate is cleaned the same way: markdown and ``\\boxed{}`` are
+    stripped, surrounding quotes and trailing punctuation removed, the first
+    sentence kept, and answers over ``MAX_ANSWER_WORDS`` (20) words cut to
+    their first clause, then hard-cut to 20 words.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return "", "empty"
+
+    matches = list(_MARKER_COLON.finditer(text)) + list(_MARKER_IS.finditer(text))
+    matches.sort(key=lambda m: m.start())
+    for m in reversed(matches):
+        rest = text[m.end():]
+        line, _, after = rest.partition("\n")
+        answer = _clean(line)
+        if not answer and not line.strip(_STRIP_CHARS):
+            for nxt in after.split("\n"):
+                if nxt.strip(_STRIP_CHARS):
+                    answer = _clean(nxt)
+                    break
+        if answer:
+            return answer, "answer_line"
+
+    lines = [ln for ln in text.splitlines() if _strip_markup(ln)]
+    if lines:
+        sentences = [s for s in _split_sentences(" ".join(lines[-1].split())) if _strip_markup(s)]
+        if sentences:
+            answer = _clean(sentences[-1])
+            if answer:
+                return answer, "final_sentence"
+    return "", "empty"
+
+
+# --------------------------------------------------------------------------
+# normalization and scoring
+# --------------------------------------------------------------------------
+
+_PUNCT = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_hotpot(s: str) -> str:
+    """The official HotpotQA ``normalize_answer``, verbatim in behaviour.
+
+    lower → remove ``string.punctuation`` → replace whole-word a/an/the by a
+    space → collapse whitespace.
+    """
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+_YES_NO = {"yes": "yes", "no": "no", "true": "yes", "false": "no"}
+_YES_NO_LEAD = re.compile(
+    r"^[\s\"'“”‘’*_`(\[]*(yes|no|true|false)(?=\s*(?:[,.;:!?)\]–—\"'”’*]|\s-\s))",
+    re.IGNORECASE,
+)
+
+
+def canonical_yes_no(s: str) -> str | None:
+    """Return ``"yes"``/``"no"`` if ``s`` is a yes/no answer, else ``None``.
+
+    ``s`` is a yes/no answer when
+
+    * its official normalization is exactly ``yes``/``no``/``true``/``false``
+      (``"No."``, ``"TRUE"``, ``"**Yes**"``), or
+    * its first word is one of those four and is immediately followed by
+      punctuation (``"Yes, they are"``, ``"No. Both are..."``,
+      ``"False - it was 1990"``).
+
+    A first word followed by more words *without* punctuation is **not**
+    canonicalized, because titles such as "No Doubt", "Yes Minister" or
+    "True Detective" are legitimate entity answers.  ``true``/``false`` map to
+    ``yes``/``no``.
+    """
+    norm = normalize_hotpot(s)
+    if norm in _YES_NO:
+        return _YES_NO[norm]
+    m = _YES_NO_LEAD.match(s)
+    if m:
+        return _YES_NO[m.group(1).lower()]
+    return None
+
+
+def normalize_answer(s: str) -> str:
+    """Official HotpotQA normalization plus yes/no canonicalization."""
+    yn = canonical_yes_no(s)
+    return yn if yn is not None else normalize_hotpot(s)
+
+
+def _as_list(golds: str | Sequence[str]) -> list[str]:
+    if isinstance(golds, str):
+        return [golds]
+    return [g for g in golds if g is not None]
+
+
+def exact_match(pred: str, golds: str | Sequence[str]) -> float:
+    """1.0 if the normalized prediction equals any normalized gold, else 0.0."""
+    p = normalize_answer(pred)
+    return float(any(p == normalize_answer(g) for g in _as_list(golds)))
+
+
+def _f1_single(pred_norm: str, gold_norm: str) -> float:
+    special = ("yes", "no", "noanswer")
+    if (pred_norm in special or gold_norm in special) and pred_norm != gold_norm:
+        return 0.0
+    p_toks, g_toks = pred_norm.split(), gold_norm.split()
+    common = Counter(p_toks) & Counter(g_toks)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision = same / len(p_toks)
+    recall = same / len(g_toks)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1_score(pred: str, golds: str | Sequence[str]) -> float:
+    """Official HotpotQA token F1, maximised over golds (answer + aliases).
+
+    If either normalized side is ``yes``/``no``/``noanswer`` and the two
+    differ the score is 0 (the official special case).
+    """
+    p = normalize_answer(pred)
+    gs = _as_list(golds)
+    if not gs:
+        return 0.0
+    return max(_f1_single(p, normalize_answer(g)) for g in gs)
+
+
+# --------------------------------------------------------------------------
+# voting
+# --------------------------------------------------------------------------
+
+def majority_vote(
+    answers: Sequence[str],
+    order_key: Sequence | Callable[[int], object] | None = None,
+) -> tuple[str, dict]:
+    """Normalized majority vote over agents' answers.
+
+    Answers are grouped by :func:`normalize_answer`.  The group with the most
+    votes wins and the returned answer is the *original* string of the
+    group's first agent.
+
+    Empty answers (normalizing to ``""``) never win unless every answer is
+    empty, in which case ``""`` is returned.
+
+    **Tie rule.**  Among tied groups the winner is the group whose first
+    member comes first in agent order.  Agent order is the list index
+    (agent 0 = lowest-temperature persona) unless ``order_key`` is given: a
+    sequence of sortable keys, one per answer, or a callable ``i -> key``;
+    agents are then ordered by ``(key, index)``.  The same order picks the
+    representative original string of the winning group.  The result is
+    deterministic.
+
+    ``info`` holds ``votes`` ({normalized answer: count}, empty included),
+    ``tie`` (more than one non-empty group shares the top count),
+    ``winner_norm`` and ``strict_majority`` (winner has more than half of
+    *all* answers; False when nothing non-empty won).
+    """
+    n = len(answers)
+    if order_key is None:
+        keys = list(range(n))
+    elif callable(order_key):
+        keys = [(order_key(i), i) for i in range(n)]
+    else:
+        if len(order_key) != n:
+            raise ValueError("order_key must have one key per answer")
+        keys = [(order_key[i], i) for i in range(n)]
+    order = sorted(range(n), key=lambda i: keys[i])
+
+    norms = [normalize_answer(a or "") for a in answers]
+    votes: dict[str, int] = {}
+    for i in order:
+        votes[norms[i]] = votes.get(norms[i], 0) + 1
+
+    nonempty = {k: v for k, v in votes.items() if k}
+    if not nonempty:
+        return "", {
+            "votes": votes, "tie": False, "winner_norm": "", "strict_majority": False,
+        }
+    top = max(nonempty.values())
+    tied = [k for k, v in nonempty.items() if v == top]  # already in agent order
+    winner = tied[0]
+    rep = next(i for i in order if norms[i] == winner)
+    return answers[rep], {
+        "votes": votes,
+        "tie": len(tied) > 1,
+        "winner_norm": winner,
+        "strict_majority": top * 2 > n,
+    }
+
+
+def all_agree(answers: Sequence[str]) -> bool:
+    """True iff there is at least one answer and all normalize to the same non-empty string."""
+    norms = {normalize_answer(a or "") for a in answers}
+    return len(answers) > 0 and len(norms) == 1 and "" not in norms

@@ -1,0 +1,47 @@
+"""Backends by name. A backbone's config entry chooses one with ``backend:``."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .base import Backend, ChatRequest, Completion
+from .cache import CachedBackend
+from .model_files import model_identity
+
+__all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "make_backend", "open_backend"]
+
+
+def make_backend(spec: dict[str, Any]) -> Backend:
+    """Build the backend a model spec names. ``spec`` is a resolved entry of config ``models``."""
+    kind = spec["backend"]
+    kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "role", "resources")}
+    if kind == "transformers":
+        from .transformers_backend import TransformersBackend
+
+        return TransformersBackend(**kwargs)
+    if kind == "vllm":
+        from .vllm_backend import VLLMBackend
+
+        return VLLMBackend(**kwargs)
+    if kind == "openai":
+        from .openai_backend import OpenAIBackend
+
+        return OpenAIBackend(**kwargs)
+    if kind == "scripted":
+        from .scripted import ScriptedBackend
+
+        return ScriptedBackend(**kwargs)
+    raise ValueError(f"unknown backend {kind!r} (expected transformers, vllm, openai or scripted)")
+
+
+def backend_identity(spec: dict[str, Any]) -> str:
+    """The model identity in cache keys, computed without loading the model."""
+    if spec["backend"] == "scripted":
+        return f"{spec.get('name', 'scripted')}@test-double"
+    return model_identity(spec["name"], spec.get("model"), spec.get("revision"))
+
+
+def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size: int = 16) -> CachedBackend:
+    """The backend behind the persistent call cache — what every stage talks to.
+    The model itself loads on the first cache miss."""
+    return CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk_size)

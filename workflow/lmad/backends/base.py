@@ -1,0 +1,71 @@
+"""The model seam: one batched ``generate`` that every backend implements.
+
+Batching, caching and token accounting wrap it from outside (see ``cache.py``), so a
+new backend is one short file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat call. Everything that changes the output is a field here."""
+
+    messages: tuple[tuple[str, str], ...]
+    temperature: float = 0.0
+    max_tokens: int = 256
+    seed: int = 0
+    stop: tuple[str, ...] = ()
+    # At most one structured-output constraint: {"choice": [...]}, {"regex": "..."}
+    # or {"json": <JSON schema>}. Backends enforce it while decoding.
+    constraint: dict[str, Any] | None = field(default=None, hash=False)
+
+    def __post_init__(self):
+        for role, content in self.messages:
+            if role not in ROLES:
+                raise ValueError(f"unknown chat role {role!r}")
+            if not isinstance(content, str):
+                raise TypeError(f"message content must be str, got {type(content).__name__}")
+        if self.constraint is not None and len(self.constraint) != 1:
+            raise ValueError(f"constraint must have exactly one kind, got {sorted(self.constraint)}")
+        if self.constraint is not None and next(iter(self.constraint)) not in ("choice", "regex", "json"):
+            raise ValueError(f"unknown constraint kind {next(iter(self.constraint))!r}")
+
+    def key(self, model_id: str) -> str:
+        """Cache key: model identity + messages + sampling params + seed + constraint."""
+        payload = {"model": model_id, **asdict(self)}
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def chat(self) -> list[dict[str, str]]:
+        return [{"role": r, "content": c} for r, c in self.messages]
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str  # "stop" | "length" | "error"
+    cached: bool = False
+
+
+class Backend(ABC):
+    """A model behind a batched chat interface."""
+
+    #: name + weights hash or revision; part of every cache key
+    model_id: str
+
+    @abstractmethod
+    def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """Return one completion per request, in order."""
+
+    def close(self) -> None:  # pragma: no cover - overridden where resources exist
+        pass

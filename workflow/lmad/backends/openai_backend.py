@@ -1,0 +1,197 @@
+"""Any OpenAI-compatible chat-completions endpoint (``vllm serve``, a hosted API).
+
+Requests go out concurrently (at most ``max_concurrency`` in flight) over one
+``httpx.AsyncClient`` (``httpx2``, the maintained fork with the same API, when plain
+``httpx`` is not installed); ``generate`` stays synchronous and returns completions in request
+order.
+
+What is sent per request (POST ``{base_url}/chat/completions``)::
+
+    {"model": <model>, "messages": [...], "temperature": t, "max_tokens": n,
+     "seed": s, "n": 1,
+     "stop": [...],                                  # only when the request has stops
+     # constraint, vLLM server extensions:
+     "structured_outputs": {"choice": [...]},        # {"choice": [...]}
+     "structured_outputs": {"regex": "..."},         # {"regex": "..."}
+     "response_format": {"type": "json_schema",      # {"json": schema}
+                         "json_schema": {"name": "output", "schema": schema}}}
+
+``structured_outputs`` is the field current vLLM documents for its OpenAI server
+(``vllm/entrypoints/openai/chat_completion/protocol.py``: ``structured_outputs:
+StructuredOutputsParams | None``); the older ``guided_choice`` / ``guided_regex`` keys
+were removed from vLLM, so they are not sent. JSON schemas use the standard OpenAI
+``response_format`` which both vLLM and hosted APIs accept.
+
+The API key comes only from the environment variable named by ``api_key_env``; when it
+is unset (a local server) no ``Authorization`` header is sent.
+
+Retries: 5xx, 429, connection errors and timeouts are retried up to ``max_retries``
+times with exponential backoff (``backoff_s * 2**attempt``, honouring ``Retry-After``
+when the server sends one). Any other 4xx fails at once with the status and the
+server's message.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any, Sequence
+
+from .base import Backend, ChatRequest, Completion
+from .model_files import model_identity
+
+log = logging.getLogger(__name__)
+
+
+def _httpx():
+    """``httpx``, or its API-compatible fork ``httpx2`` (what huggingface_hub now pulls in)."""
+    try:
+        import httpx
+    except ImportError:
+        try:
+            import httpx2 as httpx
+        except ImportError as exc:
+            raise ImportError("OpenAIBackend needs `httpx` (or `httpx2`): pip install httpx") from exc
+    return httpx
+
+
+class OpenAIBackendError(RuntimeError):
+    """A request the server refused (non-retryable) or that kept failing."""
+
+
+def request_body(model: str, req: ChatRequest) -> dict[str, Any]:
+    """The JSON body sent for one request (see the module docstring)."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": req.chat(),
+        "temperature": req.temperature,
+        "max_tokens": req.max_tokens,
+        "seed": req.seed,
+        "n": 1,
+    }
+    if req.stop:
+        body["stop"] = list(req.stop)
+    if req.constraint:
+        kind, value = next(iter(req.constraint.items()))
+        if kind == "choice":
+            body["structured_outputs"] = {"choice": list(value)}
+        elif kind == "regex":
+            body["structured_outputs"] = {"regex": value}
+        else:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": value},
+            }
+    return body
+
+
+def _server_message(resp) -> str:
+    try:
+        data = resp.json()
+    except ValueError:
+        return resp.text[:2000]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            return str(err.get("message") or err)
+        return str(err)
+    return str(data)[:2000]
+
+
+class OpenAIBackend(Backend):
+    def __init__(self, name: str, model: str, base_url: str, api_key_env: str = "OPENAI_API_KEY",
+                 revision: str | None = None, max_concurrency: int = 16, timeout_s: float = 600,
+                 max_retries: int = 5, backoff_s: float = 1.0):
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self.model = model
+        # A served model name is not a local folder: identity is name (+ revision).
+        self.model_id = model_identity(name, None, revision)
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.api_key_env = api_key_env
+        self.max_concurrency = max_concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        if not requests:
+            return []
+        return asyncio.run(self._generate(list(requests)))
+
+    async def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        httpx = _httpx()
+        sem = asyncio.Semaphore(self.max_concurrency)
+        limits = httpx.Limits(max_connections=self.max_concurrency,
+                              max_keepalive_connections=self.max_concurrency)
+        async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), limits=limits,
+                                     headers=self._headers()) as client:
+
+            async def one(req: ChatRequest) -> Completion:
+                async with sem:
+                    return await self._call(client, req)
+
+            tasks = [asyncio.ensure_future(one(r)) for r in requests]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
+
+    async def _call(self, client, req: ChatRequest) -> Completion:
+        httpx = _httpx()
+        body = request_body(self.model, req)
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            delay = self.backoff_s * (2 ** attempt)
+            try:
+                resp = await client.post(self.url, json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                if resp.status_code == 200:
+                    return self._parse(resp.json())
+                msg = _server_message(resp)
+                if resp.status_code != 429 and resp.status_code < 500:
+                    raise OpenAIBackendError(
+                        f"{self.url} answered HTTP {resp.status_code}: {msg}")
+                last = f"HTTP {resp.status_code}: {msg}"
+                retry_after = resp.headers.get("retry-after")
+                if retry_after:
+                    try:
+                        delay = max(delay, float(retry_after))
+                    except ValueError:
+                        pass
+            if attempt < self.max_retries:
+                log.warning("%s failed (%s); retry %d/%d in %.1fs", self.url, last,
+                            attempt + 1, self.max_retries, delay)
+                await asyncio.sleep(delay)
+        raise OpenAIBackendError(
+            f"{self.url} failed after {self.max_retries + 1} attempts; last error: {last}")
+
+    @staticmethod
+    def _parse(data: dict) -> Completion:
+        try:
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise OpenAIBackendError(f"malformed chat completion response: {str(data)[:500]}") from exc
+        usage = data.get("usage") or {}
+        finish = choice.get("finish_reason") or "stop"
+        if finish not in ("stop", "length"):
+            # "tool_calls", "content_filter", "abort": not a clean stop, not truncation.
+            finish = "stop" if finish == "tool_calls" else "error"
+        return Completion(text=text, prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                          completion_tokens=int(usage.get("completion_tokens") or 0),
+                          finish_reason=finish)

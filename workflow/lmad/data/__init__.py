@@ -1,0 +1,15 @@
+"""Multi-hop QA benchmarks (HotpotQA, 2WikiMultiHopQA, MuSiQue, StrategyQA) as one
+canonical question record; see ``convert`` for the record and ``loaders`` for I/O."""
+from .convert import DATASETS, DataError, record_from_raw
+from .loaders import load_dataset_spec, load_hf, load_jsonl, select, trim_context
+
+__all__ = [
+    "DATASETS",
+    "DataError",
+    "load_dataset_spec",
+    "load_hf",
+    "load_jsonl",
+    "record_from_raw",
+    "select",
+    "trim_context",
+]

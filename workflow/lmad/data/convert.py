@@ -1,0 +1,242 @@
+"""Convert one raw benchmark record into the canonical question record.
+
+Canonical record (a plain dict)::
+
+    {"qid", "dataset", "question", "context": [{"title", "sentences"}], "answer",
+     "aliases", "qtype", "supporting_facts": [{"title", "sent_id"}], "source"}
+
+Both each benchmark's original schema and its Hugging Face ``datasets`` shape are
+accepted: HF copies store pair lists column-wise (``{"title": [...], "sentences": [...]}``,
+2Wiki copies name the second column ``content``) and some copies JSON-encode nested
+fields as strings.
+
+Per-benchmark choices:
+
+* Sentences are stripped of surrounding whitespace (HotpotQA keeps the space that
+  followed the previous sentence); none are dropped, so ``sent_id`` still indexes them.
+* MuSiQue paragraphs are kept as ONE sentence each. MuSiQue marks support per
+  paragraph, so ``sent_id`` 0 then means "this whole paragraph"; splitting would make it
+  point at the first sentence only, and a naive splitter breaks on "U.S." or "Dr.".
+  ``qtype`` is the hop count from the id prefix ("3hop1__..." -> "3hop"); the digit after
+  "hop" (the composition shape) stays visible in ``qid``.
+* StrategyQA's facts become one paragraph titled "Facts". The facts are the annotated
+  evidence for the answer, so every fact is a supporting fact. The decomposition is
+  deliberately left out: it spells out the reasoning the agents must do themselves.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable
+
+DATASETS = ("hotpotqa", "2wikimultihopqa", "musique", "strategyqa")
+
+STRATEGYQA_TITLE = "Facts"
+
+_CONTEXT_SHAPE = "expected a list of [title, sentences] pairs"
+_FACTS_SHAPE = "expected a list of [title, sent_id] pairs"
+_PARAGRAPH_SHAPE = "expected a list of {title, paragraph_text, is_supporting} objects"
+
+
+class DataError(ValueError):
+    """A raw record that does not follow its benchmark's schema."""
+
+
+def _error(where: str, field: str, problem: str) -> DataError:
+    return DataError(f"{where}: field '{field}': {problem}")
+
+
+def _require(raw: dict, names: tuple[str, ...], where: str) -> tuple[str, Any]:
+    """(name, value) of the first of ``names`` present; HF copies rename some ids."""
+    for name in names:
+        if raw.get(name) is not None:
+            return name, raw[name]
+    also = f" (also looked for {', '.join(repr(n) for n in names[1:])})" if names[1:] else ""
+    raise _error(where, names[0], f"required field is missing{also}")
+
+
+def _text(raw: dict, names: tuple[str, ...], where: str) -> str:
+    name, value = _require(raw, names, where)
+    if not isinstance(value, str):
+        raise _error(where, name, f"expected a string, got {type(value).__name__}")
+    if not value.strip():
+        raise _error(where, name, "must not be empty")
+    return value.strip()
+
+
+def _decoded(value: Any, where: str, field: str) -> Any:
+    """Nested fields arrive JSON-encoded in some HF copies; decode those."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        raise _error(where, field, "got a string that is not valid JSON") from None
+
+
+def _rows_from_columns(columns: dict, keys: tuple[str, ...], where: str, field: str,
+                       shape: str) -> list[dict]:
+    """Turn HF's column-wise {key: [values]} into a list of {key: value} rows."""
+    values = [columns.get(key) for key in keys]
+    if not all(isinstance(v, list) for v in values) or len({len(v) for v in values}) > 1:
+        raise _error(where, field, f"{shape} (or equal-length columns {list(keys)})")
+    return [dict(zip(keys, row)) for row in zip(*values)]
+
+
+def _pairs(raw: dict, field: str, keys: tuple[str, str], where: str, shape: str) -> list:
+    """A list of [a, b] pairs, given as pairs, as HF columns or as a JSON string."""
+    value = _decoded(_require(raw, (field,), where)[1], where, field)
+    if isinstance(value, dict):
+        if keys[1] not in value and "content" in value:  # 2Wiki HF copies
+            value = {**value, keys[1]: value["content"]}
+        value = [[row[k] for k in keys] for row in _rows_from_columns(value, keys, where, field, shape)]
+    if not isinstance(value, list) or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
+        raise _error(where, field, shape)
+    return value
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(s, str) for s in value)
+
+
+def _context(raw: dict, where: str) -> list[dict]:
+    pairs = _pairs(raw, "context", ("title", "sentences"), where, _CONTEXT_SHAPE)
+    if not all(isinstance(t, str) and _is_str_list(s) for t, s in pairs):
+        raise _error(where, "context", _CONTEXT_SHAPE)
+    return [{"title": t, "sentences": [s.strip() for s in sents]} for t, sents in pairs]
+
+
+def _supporting_facts(raw: dict, where: str) -> list[dict]:
+    pairs = _pairs(raw, "supporting_facts", ("title", "sent_id"), where, _FACTS_SHAPE)
+    # bool is an int subclass but never a sentence index.
+    if not all(isinstance(t, str) and isinstance(i, int) and not isinstance(i, bool)
+               for t, i in pairs):
+        raise _error(where, "supporting_facts", _FACTS_SHAPE)
+    return [{"title": t, "sent_id": i} for t, i in pairs]
+
+
+def _aliases(raw: dict, answer: str, where: str) -> list[str]:
+    """Other accepted answers: no blanks, no repeats, nothing equal to the answer."""
+    value = _decoded(raw.get("answer_aliases") or [], where, "answer_aliases")
+    if not _is_str_list(value):
+        raise _error(where, "answer_aliases", "expected a list of strings")
+    seen, aliases = {answer.casefold()}, []
+    for alias in (a.strip() for a in value):
+        if alias and alias.casefold() not in seen:
+            seen.add(alias.casefold())
+            aliases.append(alias)
+    return aliases
+
+
+def _hotpot_like(raw: dict, where: str) -> dict:
+    """HotpotQA and 2WikiMultiHopQA share one layout (2Wiki's extras are unused)."""
+    return {
+        "qid": _text(raw, ("_id", "id"), where),
+        "question": _text(raw, ("question",), where),
+        "context": _context(raw, where),
+        "answer": _text(raw, ("answer",), where),
+        "aliases": [],
+        "qtype": _text(raw, ("type",), where),
+        "supporting_facts": _supporting_facts(raw, where),
+    }
+
+
+def _paragraphs(raw: dict, where: str) -> list[dict]:
+    keys = ("title", "paragraph_text", "is_supporting")
+    value = _decoded(_require(raw, ("paragraphs",), where)[1], where, "paragraphs")
+    if isinstance(value, dict):
+        value = _rows_from_columns(value, keys, where, "paragraphs", _PARAGRAPH_SHAPE)
+    if not isinstance(value, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("title"), str)
+            and isinstance(p.get("paragraph_text"), str)
+            and isinstance(p.get("is_supporting"), bool) for p in value):
+        raise _error(where, "paragraphs", _PARAGRAPH_SHAPE)
+    return value
+
+
+def _musique(raw: dict, where: str) -> dict:
+    qid = _text(raw, ("id",), where)
+    hops = re.match(r"(\d+)hop", qid)
+    if not hops:
+        raise _error(where, "id", f"expected an id like '2hop__...', got {qid!r}")
+    paragraphs = _paragraphs(raw, where)
+    answer = _text(raw, ("answer",), where)
+    return {
+        "qid": qid,
+        "question": _text(raw, ("question",), where),
+        "context": [{"title": p["title"], "sentences": [p["paragraph_text"].strip()]}
+                    for p in paragraphs],
+        "answer": answer,
+        "aliases": _aliases(raw, answer, where),
+        "qtype": f"{hops.group(1)}hop",
+        "supporting_facts": [{"title": p["title"], "sent_id": 0}
+                             for p in paragraphs if p["is_supporting"]],
+    }
+
+
+def _yes_no(raw: dict, where: str) -> str:
+    value = _require(raw, ("answer",), where)[1]
+    words = {"true": "yes", "false": "no", "yes": "yes", "no": "no"}
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str) and value.strip().lower() in words:
+        return words[value.strip().lower()]
+    raise _error(where, "answer", f"expected a boolean (or 'yes'/'no'), got {value!r}")
+
+
+def _strategyqa(raw: dict, where: str) -> dict:
+    facts = _decoded(_require(raw, ("facts",), where)[1], where, "facts")
+    if not _is_str_list(facts):
+        raise _error(where, "facts", "expected a list of strings")
+    facts = [f.strip() for f in facts]
+    return {
+        "qid": _text(raw, ("qid",), where),
+        "question": _text(raw, ("question",), where),
+        "context": [{"title": STRATEGYQA_TITLE, "sentences": facts}] if facts else [],
+        "answer": _yes_no(raw, where),
+        "aliases": [],
+        "qtype": "boolean",
+        "supporting_facts": [{"title": STRATEGYQA_TITLE, "sent_id": i} for i in range(len(facts))],
+    }
+
+
+_CONVERTERS: dict[str, Callable[[dict, str], dict]] = {
+    "hotpotqa": _hotpot_like,
+    "2wikimultihopqa": _hotpot_like,
+    "musique": _musique,
+    "strategyqa": _strategyqa,
+}
+
+
+def check_dataset(dataset: str) -> None:
+    if dataset not in _CONVERTERS:
+        raise ValueError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+
+
+def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = None) -> dict:
+    """Canonical record for one raw row of ``dataset``, original or HF shape.
+
+    ``where`` ("file line 7") prefixes every error; ``source`` (file path or "hf:<id>")
+    is stored in the record and defaults to ``where``.
+    """
+    check_dataset(dataset)
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+    fields = _CONVERTERS[dataset](raw, where)
+    return {
+        "qid": fields["qid"],
+        "dataset": dataset,
+        "question": fields["question"],
+        "context": fields["context"],
+        "answer": fields["answer"],
+        "aliases": fields["aliases"],
+        "qtype": fields["qtype"],
+        "supporting_facts": fields["supporting_facts"],
+        "source": where if source is None else source,
+    }
+
+
+def is_unanswerable(raw: Any, dataset: str) -> bool:
+    """MuSiQue-full rows flagged unanswerable have no answer to score; loaders skip them."""
+    return dataset == "musique" and isinstance(raw, dict) and raw.get("answerable") is False

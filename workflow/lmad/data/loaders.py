@@ -1,0 +1,150 @@
+"""Load benchmark questions from local files or the Hugging Face hub, sample, trim.
+
+``load_dataset_spec`` is the entry point for the workflow: it loads one config entry,
+draws a seeded sample with ``select`` and optionally trims contexts with
+``trim_context`` (for cheap CPU demos).
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+from pathlib import Path
+from typing import Iterable
+
+from .convert import DATASETS, DataError, check_dataset, is_unanswerable, record_from_raw
+
+log = logging.getLogger(__name__)
+
+
+def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str) -> list[dict]:
+    """Records for (where, raw) rows; skips unanswerable MuSiQue rows and logs how many."""
+    check_dataset(dataset)
+    records, first_seen, skipped = [], {}, 0
+    for where, raw in rows:
+        if is_unanswerable(raw, dataset):
+            skipped += 1
+            continue
+        record = record_from_raw(raw, dataset, where, source=source)
+        # Results are keyed by qid downstream, so a repeat would silently overwrite one.
+        if record["qid"] in first_seen:
+            raise DataError(f"{where}: duplicate qid {record['qid']!r} (first at {first_seen[record['qid']]})")
+        first_seen[record["qid"]] = where
+        records.append(record)
+    if skipped:
+        log.warning("%s: skipped %d unanswerable %s rows", source, skipped, dataset)
+    return records
+
+
+def _read_rows(path: Path) -> list[tuple[str, object]]:
+    """(where, raw) per record: one per non-blank JSONL line, or per item of a .json list."""
+    if path.suffix == ".json":
+        try:
+            items = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path} line {err.lineno}: invalid JSON ({err.msg})") from None
+        if not isinstance(items, list):
+            raise DataError(f"{path}: expected a JSON list of records")
+        return [(f"{path} item {i}", raw) for i, raw in enumerate(items, 1)]
+    rows = []
+    with path.open(encoding="utf-8") as lines:
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((f"{path} line {lineno}", json.loads(line)))
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path} line {lineno}: invalid JSON ({err.msg}, column {err.colno})") from None
+    return rows
+
+
+def load_jsonl(path: str | Path, dataset: str, source: str | None = None) -> list[dict]:
+    """Records from a local file in the benchmark's original schema.
+
+    JSONL (one object a line) or a ``.json`` file holding a list. ``source`` is what the
+    records name as their origin; it defaults to ``path``.
+    """
+    path = Path(path)
+    return _convert_rows(_read_rows(path), dataset, str(path) if source is None else source)
+
+
+def load_hf(hf_id: str, dataset: str, split: str, config: str | None = None,
+            n: int | None = None) -> list[dict]:
+    """Records from a Hugging Face dataset (needs the network); the first ``n`` rows if given."""
+    from datasets import load_dataset  # heavy import, needed only here
+
+    rows = itertools.islice(load_dataset(hf_id, config, split=split), n)
+    where = f"hf:{hf_id}" + (f"/{config}" if config else "") + f" {split} row"
+    return _convert_rows(((f"{where} {i}", dict(raw)) for i, raw in enumerate(rows, 1)),
+                         dataset, f"hf:{hf_id}")
+
+
+def _rank(seed: int, qid: str) -> str:
+    # A content hash, unlike random/hash(), orders the same on every machine and run.
+    return hashlib.sha256(f"{seed}\0{qid}".encode()).hexdigest()
+
+
+def select(records: list[dict], n: int | None, seed: int) -> list[dict]:
+    """A seeded sample of ``n`` records (all if ``n`` is None or >= len), sorted by qid.
+
+    Records are ranked by sha256(seed, qid), so the sample depends only on the qids,
+    ``n`` and ``seed``, not on input order, and growing ``n`` only adds questions.
+    """
+    if n is not None and n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if n is not None and n < len(records):
+        records = sorted(records, key=lambda r: _rank(seed, r["qid"]))[:n]
+    return sorted(records, key=lambda r: r["qid"])
+
+
+def _size(paragraph: dict) -> int:
+    return len(paragraph["title"]) + len(" ".join(paragraph["sentences"]))
+
+
+def trim_context(record: dict, max_chars: int) -> dict:
+    """A copy of ``record`` whose context fits about ``max_chars`` characters.
+
+    Paragraphs whose title is named by a supporting fact are always kept, even past the
+    budget. Other paragraphs are then added in original order while they fit; the first
+    that does not fit ends the filling. Kept paragraphs stay in their original order. A
+    paragraph's size is its title plus its sentences joined by spaces.
+    """
+    supporting = {fact["title"] for fact in record["supporting_facts"]}
+    keep = [p["title"] in supporting for p in record["context"]]
+    used = sum(_size(p) for p, kept in zip(record["context"], keep) if kept)
+    for i, paragraph in enumerate(record["context"]):
+        if keep[i]:
+            continue
+        if used + _size(paragraph) > max_chars:
+            break
+        keep[i] = True
+        used += _size(paragraph)
+    return {**record, "context": [p for p, kept in zip(record["context"], keep) if kept]}
+
+
+def load_dataset_spec(spec: dict, base_dir: str | Path) -> list[dict]:
+    """Load, sample and optionally trim one dataset entry of the workflow config.
+
+    ``spec``: {"name": one of DATASETS, "source": "jsonl" | "hf", "path" (jsonl, relative
+    to ``base_dir``), "hf_id", "hf_config", "split" (hf), "n", "seed", "max_context_chars"}.
+    Local records name ``spec["path"]`` as written as their source, so records are the
+    same wherever the checkout lives. The sample is drawn from the whole file or split.
+    """
+    name = spec.get("name")
+    if name not in DATASETS:
+        raise ValueError(f"dataset spec: 'name' must be one of {', '.join(DATASETS)}, got {name!r}")
+    kind = spec.get("source", "jsonl")
+    if kind == "jsonl":
+        if not spec.get("path"):
+            raise ValueError(f"dataset spec {name!r}: source 'jsonl' needs 'path'")
+        records = load_jsonl(Path(base_dir) / spec["path"], name, source=str(spec["path"]))
+    elif kind == "hf":
+        if not spec.get("hf_id") or not spec.get("split"):
+            raise ValueError(f"dataset spec {name!r}: source 'hf' needs 'hf_id' and 'split'")
+        records = load_hf(spec["hf_id"], name, spec["split"], config=spec.get("hf_config"))
+    else:
+        raise ValueError(f"dataset spec {name!r}: unknown source {kind!r} (expected 'jsonl' or 'hf')")
+    records = select(records, spec.get("n"), spec.get("seed", 0))
+    max_chars = spec.get("max_context_chars")
+    return records if max_chars is None else [trim_context(r, max_chars) for r in records]

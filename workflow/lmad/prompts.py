@@ -1,0 +1,67 @@
+"""Prompt templates: one file per role under config/prompts.
+
+A template file has a ``### system`` and a ``### user`` section; ``$name`` placeholders
+are filled with ``string.Template`` (JSON braces in a prompt need no escaping). A
+missing field fails with the template's path and the field's name.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from typing import Sequence
+
+_SECTION = re.compile(r"^### (system|user)\s*$", re.MULTILINE)
+
+
+class PromptError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Prompt:
+    path: str
+    system: str
+    user: str
+
+    @property
+    def sha(self) -> str:
+        return hashlib.sha256(f"{self.system}\x00{self.user}".encode()).hexdigest()[:16]
+
+    def render(self, **fields: str) -> tuple[tuple[str, str], ...]:
+        try:
+            messages = [("user", Template(self.user).substitute(fields))]
+            if self.system:
+                messages.insert(0, ("system", Template(self.system).substitute(fields)))
+        except KeyError as err:
+            raise PromptError(f"{self.path}: template needs field {err.args[0]!r}, "
+                              f"given {sorted(fields)}") from None
+        except ValueError as err:
+            raise PromptError(f"{self.path}: bad placeholder: {err}") from None
+        return tuple(messages)
+
+
+def load_prompt(path: str | Path) -> Prompt:
+    text = Path(path).read_text()
+    parts = _SECTION.split(text)
+    # parts = [preamble, name1, body1, name2, body2, ...]; the preamble is a comment area
+    sections = {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}
+    if "user" not in sections:
+        raise PromptError(f"{path}: no '### user' section")
+    return Prompt(path=str(path), system=sections.get("system", ""), user=sections["user"])
+
+
+def format_context(context: Sequence[dict]) -> str:
+    """Numbered, titled paragraphs; quotations are later checked against this text."""
+    return "\n".join(f"[{i}] {p['title']}: {' '.join(p['sentences'])}" for i, p in enumerate(context, 1))
+
+
+def format_committed(nodes: Sequence[str]) -> str:
+    """The committed state P as a prompt block; empty P renders as nothing, so the
+    first LMAD iteration sends exactly the self-consistency prompt."""
+    if not nodes:
+        return ""
+    lines = "\n".join(f"- {n}" for n in nodes)
+    return f"Established facts (already verified; build on them, do not re-argue them):\n{lines}\n\n"

@@ -1,0 +1,65 @@
+"""The one bridge between a Snakemake rule and a library function.
+
+A rule's script is two lines: import a stage function and hand it to ``run_rule``,
+which sends the stage's logging to the rule's ``log:`` file and calls the function
+with the rule's named inputs, outputs and params as keyword arguments, plus a
+``provenance`` dict for the Parquet metadata.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+
+# Inputs that only order jobs (the stage reads them through its model spec).
+DEPENDENCY_ONLY = {"weights"}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+
+
+def _named(items) -> dict[str, Any]:
+    """Named entries of a Snakemake Namedlist; file lists become plain lists."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in items.items()}
+
+
+def provenance(rule: str, wildcards: dict, params: dict, prompt_files: list[str]) -> dict:
+    blob = json.dumps(_jsonable(params), sort_keys=True)
+    return {
+        "rule": rule, **{f"wildcard.{k}": v for k, v in wildcards.items()},
+        "config_sha": hashlib.sha256(blob.encode()).hexdigest()[:16],
+        "prompt_sha": {Path(p).name: hashlib.sha256(Path(p).read_bytes()).hexdigest()[:16] for p in prompt_files},
+    }
+
+
+def run_rule(smk, fn: Callable[..., None]) -> None:
+    logging.basicConfig(filename=smk.log[0], filemode="w", level=logging.INFO, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    inputs, outputs, params = _named(smk.input), _named(smk.output), _named(smk.params)
+    inputs = {k: v for k, v in inputs.items() if k not in DEPENDENCY_ONLY}
+    clash = (set(inputs) & set(outputs)) | (set(inputs) & set(params)) | (set(outputs) & set(params))
+    if clash:
+        raise ValueError(f"rule {smk.rule}: names used twice among input/output/params: {sorted(clash)}")
+    prompts = [v for k, v in inputs.items() if k.startswith("prompt") and isinstance(v, str)]
+    kwargs = {**inputs, **outputs, **params,
+              "provenance": provenance(smk.rule, dict(smk.wildcards.items()), params, prompts)}
+    start = time.time()
+    try:
+        fn(**kwargs)
+    except Exception:
+        logging.exception("rule %s failed", smk.rule)
+        raise
+    finally:
+        logging.info("rule %s took %.1f s", smk.rule, time.time() - start)
+        logging.shutdown()
+    sys.stdout.flush()

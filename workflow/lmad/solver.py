@@ -1,0 +1,43 @@
+"""Solver calls shared by every method: seeds, prompts, one batch per stage.
+
+CoT, self-consistency, the debate protocols and LMAD all build their free-form
+solutions here, so identical inputs give identical requests and the call cache serves
+a proposal once however many methods use it.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable, Sequence
+
+from .answers import extract_answer, normalize_answer
+from .backends import Backend, ChatRequest
+from .prompts import Prompt, format_committed, format_context
+
+
+def derive_seed(base: int, *parts) -> int:
+    """A 31-bit seed from the run seed and a call's identity, stable across machines."""
+    blob = "\x00".join(map(str, (base, *parts))).encode()
+    return int(hashlib.sha256(blob).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
+def solver_request(prompt: Prompt, question: dict, temperature: float, seed: int, max_tokens: int,
+                   committed: Sequence[str] = ()) -> ChatRequest:
+    messages = prompt.render(context=format_context(question["context"]), question=question["question"],
+                             committed=format_committed(committed))
+    return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed)
+
+
+def sample_rows(backend: Backend, jobs: Iterable[dict]) -> list[dict]:
+    """Run solver jobs as ONE batch. A job is a ``samples`` row's identity columns
+    (qid, stage, round, agent, temperature, seed) plus its ``request``."""
+    jobs = list(jobs)
+    completions = backend.generate([j["request"] for j in jobs])
+    rows = []
+    for job, c in zip(jobs, completions):
+        answer, method = extract_answer(c.text)
+        rows.append({k: v for k, v in job.items() if k != "request"} | {
+            "response": c.text, "answer": answer, "answer_norm": normalize_answer(answer),
+            "answer_method": method, "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens, "finish_reason": c.finish_reason, "cached": c.cached,
+        })
+    return rows
