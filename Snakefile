@@ -11,6 +11,7 @@ include: "rules/data.smk"
 include: "rules/generate.smk"
 include: "rules/judge.smk"
 include: "rules/analysis.smk"
+include: "rules/lmad.smk"
 
 
 rule all:

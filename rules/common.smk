@@ -11,6 +11,9 @@ wildcard_constraints:
     backbone="|".join(config["backbones"]),
     stage="cot|proposals",
     method="cot|sc",
+    # LMAD methods get their own wildcard so rule predict (cot|sc) never matches them
+    lmad_method="lmad|lmad-concrete|lmad-always",
+    iteration=r"\d+",
 
 
 # The deterministic test double exists for the test suite; a user config cannot use it.
@@ -90,3 +93,36 @@ def all_outputs():
         backbone=config["backbones"],
         name=["table.md", "accuracy.png"],
     )
+
+
+# ---- LMAD (rules/lmad.smk): iteration k of a method lives in results/{backbone}/{dataset}/{lmad_method}/iter{k}/
+
+
+def lmad_dir(wildcards):
+    return f"results/{wildcards.backbone}/{wildcards.dataset}/{wildcards.lmad_method}"
+
+
+def lmad_state(wildcards):
+    """The state entering iteration k: the previous commit's; none at k = 0 (all active, P empty)."""
+    k = int(wildcards.iteration)
+    return {"state": f"{lmad_dir(wildcards)}/iter{k - 1}/state.parquet"} if k > 0 else {}
+
+
+def lmad_generate_inputs(wildcards):
+    """Iteration 0 reuses the shared self-consistency proposals: zero calls."""
+    if int(wildcards.iteration) == 0:
+        return {"proposals": f"results/{wildcards.backbone}/{wildcards.dataset}/samples/proposals.parquet"}
+    return lmad_state(wildcards)
+
+
+def lmad_iteration_tables(stage):
+    """Input function: one method's ``stage`` table of every iteration, in order."""
+
+    def tables(wildcards):
+        return [f"{lmad_dir(wildcards)}/iter{k}/{stage}.parquet" for k in range(config["lmad"]["iterations"])]
+
+    return tables
+
+
+def lmad_final_state(wildcards):
+    return f"{lmad_dir(wildcards)}/iter{config['lmad']['iterations'] - 1}/state.parquet"

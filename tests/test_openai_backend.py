@@ -197,3 +197,12 @@ def test_model_id_and_empty_batch(server):
     assert OpenAIBackend("fake", "m", server.url, revision="r1").model_id == "fake@r1"
     assert be.generate([]) == []
     assert server.requests == []
+
+
+def test_generate_inside_running_event_loop(server):
+    import asyncio
+
+    async def caller():
+        return backend(server).generate([req("in loop")])
+
+    assert asyncio.run(caller())[0].text == "echo[0]: in loop"

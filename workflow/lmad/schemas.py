@@ -56,6 +56,52 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("judge_acc", _f64), ("em", _f64), ("f1", _f64),
         ("calls_per_q", _f64), ("prompt_tokens_per_q", _f64), ("completion_tokens_per_q", _f64),
     ]), ["backbone", "dataset", "method"]),
+    # ---- LMAD (lmad.protocols.lmad): one table per stage per iteration, then the trace ----
+    # one agent's chain of a disagreeing question: extractor output, quality flags, fallback
+    "lmad_chains": (pa.schema([
+        ("qid", _str), ("iteration", _int), ("agent", _int), ("answer", _str), ("answer_norm", _str),
+        ("rationale", _str), ("raw_output", _str), ("parse_error", _str), ("raw_nodes", _strs),
+        ("node_flags", pa.list_(_strs)), ("nodes", _strs), ("fallback", _str), *_CALL,
+    ]), ["qid", "iteration", "agent"]),
+    # conflict localization of one question: δ, one-based witness per agent (+ fallbacks), segments
+    "lmad_localizations": (pa.schema([
+        ("qid", _str), ("iteration", _int), ("conflict", _str), ("conflict_fallback", _bool),
+        ("witness", pa.list_(_int)), ("witness_fallback", _strs), ("witness_claims", _strs),
+        ("segments", pa.list_(_strs)), ("raw_output", _str), ("parse_error", _str), *_CALL,
+    ]), ["qid", "iteration"]),
+    # one agent's turn in one local-debate round
+    "lmad_positions": (pa.schema([
+        ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int), ("temperature", _f64),
+        ("seed", _int), ("position", _str), ("position_source", _str), ("response", _str), *_CALL,
+    ]), ["qid", "iteration", "round", "agent"]),
+    # the resolver's proposed repair: replacement nodes and supporting quotations
+    "lmad_repairs": (pa.schema([
+        ("qid", _str), ("iteration", _int), ("nodes", _strs), ("quotes", _strs), ("raw_output", _str),
+        ("parse_error", _str), *_CALL,
+    ]), ["qid", "iteration"]),
+    # the controller's decision for one question active in an iteration: guard checks, admission, stop
+    "lmad_commits": (pa.schema([
+        ("qid", _str), ("iteration", _int), ("policy", _str), ("answers", _strs), ("agreed", _bool),
+        ("repair_nodes", _strs), ("quotes", _strs),
+        ("checks", pa.list_(pa.struct([("check", _str), ("passed", _bool), ("required", _bool), ("detail", _str)]))),
+        ("admitted", _bool), ("committed", _strs), ("stop_reason", _str), ("prediction", _str),
+    ]), ["qid", "iteration"]),
+    # every question's state after an iteration: the next iteration's input
+    "lmad_state": (pa.schema([
+        ("qid", _str), ("active", _bool), ("committed", _strs), ("stop_reason", _str),
+        ("stop_iteration", _int), ("prediction", _str), ("prediction_norm", _str),
+    ]), ["qid"]),
+    # one row per question per iteration it was active in: what a trace viewer and figures read
+    "lmad_trace": (pa.schema([
+        ("qid", _str), ("dataset", _str), ("method", _str), ("iteration", _int), ("committed_before", _strs),
+        ("answers", _strs), ("agreed", _bool), ("chains", pa.list_(_strs)), ("chain_fallbacks", _strs),
+        ("conflict", _str), ("witness", pa.list_(_int)), ("witness_fallback", _strs),
+        ("segments", pa.list_(_strs)), ("positions", pa.list_(_strs)), ("repair_nodes", _strs),
+        ("quotes", _strs),
+        ("checks", pa.list_(pa.struct([("check", _str), ("passed", _bool), ("required", _bool), ("detail", _str)]))),
+        ("admitted", _bool), ("committed_after", _strs), ("stop_reason", _str), ("prediction", _str),
+        ("calls", _int), ("prompt_tokens", _int), ("completion_tokens", _int),
+    ]), ["method", "qid", "iteration"]),
 }
 
 

@@ -126,7 +126,15 @@ class OpenAIBackend(Backend):
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         if not requests:
             return []
-        return asyncio.run(self._generate(list(requests)))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._generate(list(requests)))
+        # Called from inside an event loop (a notebook): run ours on a worker thread.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, self._generate(list(requests))).result()
 
     async def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
         httpx = _httpx()

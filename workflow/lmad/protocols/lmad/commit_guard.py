@@ -1,0 +1,213 @@
+"""Commit guard (paper §3.3, eq. 4): which proposed repairs enter the committed state P.
+
+Every check runs under every policy and is recorded (``check``, ``passed``,
+``required``, ``detail``); the policy only decides which checks gate admission:
+
+=========  ====================  =============================================
+policy     method                admits when
+=========  ====================  =============================================
+strict     ``lmad``              concrete ∧ subject ∧ relation ∧ evidence
+concrete   ``lmad-concrete``     concrete
+always     ``lmad-always``       always — every proposal, even an empty one
+=========  ====================  =============================================
+
+The checks:
+
+``concrete``
+    The resolver output is a JSON object with a ``nodes`` list holding at least one
+    non-blank string: an explicit claim.
+``subject``
+    The question's subject is preserved: the repair (all nodes together) mentions at
+    least one SUBJECT TOKEN of the question. Subject tokens are the question's words
+    that begin with a capital letter or a digit and are not stopwords ("Who", "The",
+    "In" are stopwords): the named entities the question is about ("Arthur", "Gore",
+    "2nd", "Earl", "Arran"; "Buck-Tick"). Compared casefolded, possessive 's removed.
+``relation``
+    The question's relation is preserved: the repair mentions at least one RELATION
+    WORD of the question, i.e. one of its remaining lowercase content words
+    ("paternal", "grandfather"; "band", "hail"), compared after light suffix stripping
+    (-s, -es, -ed, -ing), so "hails" matches "hail".
+
+    Both are deterministic anchoring tests, not entailment: they reject a repair that
+    drifts to other entities or another relation, not one that misstates the relation
+    in the question's own words ("maternal grandfather" passes on "grandfather"). A
+    question with no subject tokens (or no relation words) passes that check with a
+    detail starting "n/a". The detail lists the matched and the expected words.
+``evidence``
+    At least one quotation, and every quotation has at least ``min_quote_words`` words
+    and appears verbatim inside ONE passage of the context after normalization. A
+    passage's text is its sentences joined by single spaces (titles are not evidence).
+
+Verbatim normalization (quotes and passages alike, :func:`normalize_verbatim`): Unicode
+NFKC; curly single/double quotes and primes → ASCII ``'`` and ``"``; hyphen and dash
+variants (‐ ‑ ‒ – — ― −) → ``-``; every whitespace run → one space; casefold. A
+quotation is then trimmed (:func:`quote_core`) of surrounding whitespace and quote
+marks, leading/trailing ellipses, and trailing sentence punctuation (``. , ; : ! ?``),
+which mark where it was cut rather than what it says. Nothing else is forgiven: a
+changed or dropped word, or an internal "..." / "[...]" abridgment, fails.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import asdict, dataclass
+
+from .resolve import Repair
+
+POLICIES = ("strict", "concrete", "always")
+METHOD_POLICY = {"lmad": "strict", "lmad-concrete": "concrete", "lmad-always": "always"}
+REQUIRED = {"strict": ("concrete", "subject", "relation", "evidence"), "concrete": ("concrete",), "always": ()}
+CHECKS = ("concrete", "subject", "relation", "evidence")
+
+# --------------------------------------------------------------------------- verbatim
+
+_QUOTE_MAP = str.maketrans({
+    "‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "`": "'",
+    "“": '"', "”": '"', "„": '"', "‟": '"', "″": '"', "«": '"', "»": '"',
+    "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "―": "-", "−": "-",
+})
+_TRIM_LEFT = re.compile(r"^(?:[\s'\"]|\.\.\.)+")
+_TRIM_RIGHT = re.compile(r"(?:[\s'\".,;:!?]|\.\.\.)+$")
+
+
+def normalize_verbatim(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTE_MAP)
+    return " ".join(text.split()).casefold()
+
+
+def quote_core(quote: str) -> str:
+    """A quotation's normalized text without the marks of where it was cut."""
+    text = normalize_verbatim(quote)
+    return _TRIM_RIGHT.sub("", _TRIM_LEFT.sub("", text))
+
+
+def passage_texts(context: list[dict]) -> list[tuple[str, str]]:
+    """(title, normalized text) per passage."""
+    return [(p["title"], normalize_verbatim(" ".join(p["sentences"]))) for p in context]
+
+
+def find_quote(quote: str, context: list[dict], min_words: int) -> tuple[bool, str]:
+    core = quote_core(quote)
+    n = len(core.split())
+    if n < min_words:
+        return False, f"too short ({n} < {min_words} words)"
+    for title, text in passage_texts(context):
+        if core in text:
+            return True, f'verbatim in "{title}"'
+    return False, "not in any passage"
+
+
+# --------------------------------------------------------------------- question terms
+
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being below
+between both but by can could did do does doing down during each either few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just least less many me
+more most my myself neither no nor not of off on once only or other our ours ourselves out over own same
+she should so some such than that the their theirs them themselves then there these they this those
+through to too under until up upon very was we were what whatever when where whereas whether which while
+who whom whose why will with within without would you your yours yourself yourselves
+name identify list give tell state find known
+""".split())
+
+_WORD = re.compile(r"[^\W_]+(?:['\-][^\W_]+)*")
+_POSSESSIVE = re.compile(r"'s$")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(unicodedata.normalize("NFKC", text).translate(_QUOTE_MAP))
+
+
+def _key(word: str) -> str:
+    return _POSSESSIVE.sub("", word.casefold())
+
+
+def _stem(word: str) -> str:
+    key = _key(word)
+    for suffix in ("ing", "ed", "es", "s"):
+        if key.endswith(suffix) and len(key) - len(suffix) >= 3:
+            return key[: -len(suffix)]
+    return key
+
+
+def question_terms(question: str) -> tuple[list[str], list[str]]:
+    """(subject tokens, relation words) of a question, in order, without repeats."""
+    subject, relation = [], []
+    for w in _words(question):
+        key = _key(w)
+        if key in STOPWORDS or not key:
+            continue
+        target = subject if (w[0].isupper() or w[0].isdigit()) else relation
+        if key not in subject and key not in relation:
+            target.append(key)
+    return subject, relation
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+@dataclass(frozen=True)
+class Check:
+    check: str
+    passed: bool
+    required: bool
+    detail: str
+
+
+def check_concrete(repair: Repair) -> tuple[bool, str]:
+    if not repair.shape_ok:
+        return False, f"no explicit claim: {repair.parse_error or 'no nodes'}"
+    if not repair.nodes:
+        return False, "no explicit claim: the nodes list is empty"
+    return True, f"{len(repair.nodes)} node(s)"
+
+
+def check_subject(question: str, nodes: list[str]) -> tuple[bool, str]:
+    subject, _ = question_terms(question)
+    if not subject:
+        return True, "n/a: the question has no subject tokens"
+    said = {_key(w) for n in nodes for w in _words(n)}
+    hit = [t for t in subject if t in said]
+    return bool(hit), f"matched {hit} of subject tokens {subject}"
+
+
+def check_relation(question: str, nodes: list[str]) -> tuple[bool, str]:
+    _, relation = question_terms(question)
+    if not relation:
+        return True, "n/a: the question has no relation words"
+    said = {_stem(w) for n in nodes for w in _words(n)}
+    hit = [t for t in relation if _stem(t) in said]
+    return bool(hit), f"matched {hit} of relation words {relation}"
+
+
+def check_evidence(quotes: list[str], context: list[dict], min_words: int) -> tuple[bool, str]:
+    if not quotes:
+        return False, "no quotation"
+    results = [find_quote(q, context, min_words) for q in quotes]
+    detail = "; ".join(f"quote {i}: {why}" for i, (_, why) in enumerate(results, 1))
+    return all(ok for ok, _ in results), detail
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    policy: str
+    admitted: bool
+    checks: list[Check]
+
+    def records(self) -> list[dict]:
+        return [asdict(c) for c in self.checks]
+
+
+def commit_guard(policy: str, question: dict, repair: Repair, min_quote_words: int) -> GuardResult:
+    """Run every check; admit by ``policy`` (see the module docstring)."""
+    if policy not in REQUIRED:
+        raise ValueError(f"unknown commit policy {policy!r}; expected one of {POLICIES}")
+    outcomes = {
+        "concrete": check_concrete(repair),
+        "subject": check_subject(question["question"], repair.nodes),
+        "relation": check_relation(question["question"], repair.nodes),
+        "evidence": check_evidence(repair.quotes, question["context"], min_quote_words),
+    }
+    required = REQUIRED[policy]
+    checks = [Check(name, ok, name in required, detail) for name, (ok, detail) in outcomes.items()]
+    return GuardResult(policy, all(c.passed for c in checks if c.required), checks)

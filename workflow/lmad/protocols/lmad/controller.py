@@ -1,0 +1,62 @@
+"""The LMAD controller: per-question state, transitions and stop reasons (paper §3.2-3.3).
+
+The state of a question entering iteration ℓ is (active, committed state P). After the
+iteration's generation the controller decides, in this order:
+
+``agreement``       all normalized answers agree (``answers.all_agree``) → stop with
+                    that answer. Checked before node extraction: the answers come from
+                    the solver samples, never from the extractor, so extracting the
+                    chains of an agreeing iteration would cost K calls and decide nothing.
+``guard_rejected``  the commit guard rejects the proposed repair → stop with the
+                    normalized majority vote over the current answers (tie: lowest agent).
+admitted            P ← P ‖ Ẑ and the question enters iteration ℓ + 1 — unless ℓ is the
+                    last iteration (L - 1):
+``budget``          the iteration budget is exhausted → stop with the majority vote over
+                    the current answers.
+
+The last iteration still localizes, debates and guards a disagreement, as in the paper:
+its guard decision is recorded (e.g. the strict-rejection subset of the commit ablation).
+Questions that stopped earlier pass through every later iteration untouched.
+"""
+from __future__ import annotations
+
+from ...answers import all_agree, majority_vote, normalize_answer
+from .commit_guard import GuardResult
+
+AGREEMENT, GUARD_REJECTED, BUDGET = "agreement", "guard_rejected", "budget"
+STOP_REASONS = (AGREEMENT, GUARD_REJECTED, BUDGET)
+
+
+def needs_repair(answers: list[str]) -> bool:
+    """Whether an active question goes on to extraction, localization and debate."""
+    return not all_agree(answers)
+
+
+def initial_state(qids: list[str]) -> list[dict]:
+    """Every question active with an empty committed state (entering iteration 0)."""
+    return [{"qid": q, "active": True, "committed": [], "stop_reason": None, "stop_iteration": None,
+             "prediction": None, "prediction_norm": None} for q in qids]
+
+
+def _stop(state: dict, reason: str, iteration: int, answer: str, committed: list[str]) -> dict:
+    return state | {"active": False, "committed": committed, "stop_reason": reason, "stop_iteration": iteration,
+                    "prediction": answer, "prediction_norm": normalize_answer(answer)}
+
+
+def transition(state: dict, answers: list[str], guard: GuardResult | None, repair_nodes: list[str],
+               iteration: int, iterations: int) -> tuple[dict, str | None]:
+    """The state after iteration ``iteration`` of an active question, and its stop reason
+    (None when it continues). ``answers`` are in agent order; ``guard`` is None exactly
+    when the answers agree (no repair reached the gate)."""
+    vote, _ = majority_vote(answers)
+    if not needs_repair(answers):
+        return _stop(state, AGREEMENT, iteration, vote, state["committed"]), AGREEMENT
+    if guard is None:
+        raise ValueError(f"question {state['qid']}: answers disagree at iteration {iteration} but no repair "
+                         "reached the commit guard")
+    if not guard.admitted:
+        return _stop(state, GUARD_REJECTED, iteration, vote, state["committed"]), GUARD_REJECTED
+    committed = [*state["committed"], *repair_nodes]
+    if iteration >= iterations - 1:
+        return _stop(state, BUDGET, iteration, vote, committed), BUDGET
+    return state | {"committed": committed}, None

@@ -1,0 +1,80 @@
+"""Local debate (paper §3.3, eq. 2).
+
+Positions start at the witness claims, p_i^(0) = z_{i,t_i}. In each of R rounds every
+agent sees (q, x, P), its own segment S_i, the conflict δ, its own position and the
+OTHER agents' positions from the previous round (never the same round), and defends
+or revises its position in free text at its own temperature. One batch per round.
+
+A reply's position is the text after its last ``Position:`` marker (``"marker"``);
+without one, its last non-empty line (``"last_line"``); an empty reply keeps the
+previous position (``"kept_previous"``).
+"""
+from __future__ import annotations
+
+import re
+
+from ...backends import Backend, ChatRequest
+from ...prompts import Prompt, format_committed, format_context
+from ...solver import derive_seed
+from .batch import call_columns, run_batch
+from .nodes import format_chain
+
+_MARKER = re.compile(r"position\s*[:：]", re.IGNORECASE)
+
+
+def debate_seed(seed: int, qid: str, iteration: int, rnd: int, agent: int) -> int:
+    return derive_seed(seed, qid, iteration, rnd, agent)
+
+
+def debate_request(prompt: Prompt, question: dict, committed: list[str], segment: list[str], conflict: str,
+                   position: str, others: dict[int, str], agent: int, temperature: float, seed: int,
+                   max_tokens: int) -> ChatRequest:
+    """``agent`` and the keys of ``others`` are zero-based; prompts number agents from 1."""
+    messages = prompt.render(
+        context=format_context(question["context"]), committed=format_committed(committed),
+        question=question["question"], agent=str(agent + 1), segment=format_chain(segment),
+        conflict=conflict, position=position,
+        others="\n".join(f"  Agent {j + 1}: {p}" for j, p in sorted(others.items())))
+    return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed)
+
+
+def parse_position(text: str, previous: str) -> tuple[str, str]:
+    """(position, source); see the module docstring."""
+    marks = list(_MARKER.finditer(text or ""))
+    if marks:
+        rest = text[marks[-1].end():].strip()
+        line = next((ln.strip() for ln in rest.splitlines() if ln.strip()), "")
+        if line:
+            return line, "marker"
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    if lines:
+        return lines[-1], "last_line"
+    return previous, "kept_previous"
+
+
+def run_debate(backend: Backend, prompt: Prompt, items: list[dict], iteration: int, rounds: int,
+               temperatures: list[float], seed: int, max_tokens: int) -> list[dict]:
+    """R rounds for every item (question, committed, segments, conflict, witness_claims)
+    at once: ONE batch per round over all questions x agents. Returns ``positions`` rows."""
+    positions = {it["qid"]: list(it["witness_claims"]) for it in items}
+    rows = []
+    for rnd in range(1, rounds + 1):
+        jobs = []
+        for it in items:
+            prev = positions[it["qid"]]
+            for agent, temperature in enumerate(temperatures):
+                s = debate_seed(seed, it["qid"], iteration, rnd, agent)
+                others = {j: p for j, p in enumerate(prev) if j != agent}
+                req = debate_request(prompt, it["question"], it["committed"], it["segments"][agent],
+                                     it["conflict"], prev[agent], others, agent, temperature, s, max_tokens)
+                jobs.append(({"qid": it["qid"], "iteration": iteration, "round": rnd, "agent": agent,
+                              "temperature": float(temperature), "seed": s}, req))
+        completions = run_batch(backend, [req for _, req in jobs])
+        new = {qid: list(p) for qid, p in positions.items()}
+        for (ident, _), c in zip(jobs, completions):
+            position, source = parse_position(c.text, positions[ident["qid"]][ident["agent"]])
+            new[ident["qid"]][ident["agent"]] = position
+            rows.append(ident | {"position": position, "position_source": source, "response": c.text,
+                                 **call_columns(c)})
+        positions = new  # the next round sees this round's positions only now
+    return rows

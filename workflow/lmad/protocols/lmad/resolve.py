@@ -1,0 +1,75 @@
+"""Resolution (paper §3.3, eq. 3).
+
+A zero-temperature resolver Φ sees (q, x, P, δ) and the agents' final positions and
+proposes a repair under a JSON constraint: ``{"nodes": Ẑ, "quotes": Q̂}`` — one or more
+replacement nodes and the context quotations that support them.
+
+Parsing (json.loads + shape checks) keeps string items, whitespace-collapsed, and drops
+blank and non-string items; every problem is noted in ``parse_error``. ``shape_ok``
+says whether the output was an object with a ``nodes`` list at all — the commit guard's
+"concrete" check needs that plus at least one node.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ...backends import ChatRequest
+from ...prompts import Prompt, format_committed, format_context
+
+MAX_NODES, MAX_QUOTES, MAX_CHARS = 3, 4, 400
+
+
+@dataclass
+class Repair:
+    nodes: list[str] = field(default_factory=list)
+    quotes: list[str] = field(default_factory=list)
+    parse_error: str = ""
+    shape_ok: bool = False
+
+
+def resolution_schema() -> dict:
+    def strings(lo: int, hi: int) -> dict:
+        return {"type": "array", "minItems": lo, "maxItems": hi, "items": {"type": "string", "maxLength": MAX_CHARS}}
+
+    return {"type": "object", "properties": {"nodes": strings(1, MAX_NODES), "quotes": strings(1, MAX_QUOTES)},
+            "required": ["nodes", "quotes"], "additionalProperties": False}
+
+
+def format_positions(positions: list[str]) -> str:
+    return "\n".join(f"  Agent {i}: {p}" for i, p in enumerate(positions, 1))
+
+
+def resolution_request(prompt: Prompt, question: dict, committed: list[str], conflict: str, positions: list[str],
+                       max_tokens: int) -> ChatRequest:
+    messages = prompt.render(context=format_context(question["context"]), committed=format_committed(committed),
+                             question=question["question"], conflict=conflict,
+                             positions=format_positions(positions))
+    return ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens, seed=0,
+                       constraint={"json": resolution_schema()})
+
+
+def _strings(value, name: str, problems: list[str]) -> list[str]:
+    if not isinstance(value, list):
+        problems.append(f'no "{name}" list')
+        return []
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            problems.append(f"{name}[{i}] is not a string")
+        elif item.strip():
+            out.append(" ".join(item.split()))
+    return out
+
+
+def parse_repair(text: str) -> Repair:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, TypeError) as err:
+        return Repair(parse_error=f"not JSON: {err}")
+    if not isinstance(data, dict):
+        return Repair(parse_error="not a JSON object")
+    problems: list[str] = []
+    nodes = _strings(data.get("nodes"), "nodes", problems)
+    quotes = _strings(data.get("quotes"), "quotes", problems)
+    return Repair(nodes, quotes, "; ".join(problems), isinstance(data.get("nodes"), list))
