@@ -12,6 +12,7 @@ include: "rules/generate.smk"
 include: "rules/judge.smk"
 include: "rules/analysis.smk"
 include: "rules/lmad.smk"
+include: "rules/debate.smk"
 
 
 rule all:

@@ -2,6 +2,8 @@ import os
 
 from snakemake.utils import validate
 
+from lmad.protocols.debate import PROTOCOLS as DEBATE_PROTOCOLS, setting_of
+
 
 validate(config, schema="../config/schema/config.schema.yaml")
 
@@ -14,6 +16,10 @@ wildcard_constraints:
     # LMAD methods get their own wildcard so rule predict (cot|sc) never matches them
     lmad_method="lmad|lmad-concrete|lmad-always",
     iteration=r"\d+",
+    # debate baselines (rules/debate.smk): one regex of every debate method name, own wildcard
+    # for the same reason as lmad_method
+    debate_method="|".join(DEBATE_PROTOCOLS),
+    debate_round=r"\d+",
 
 
 # The deterministic test double exists for the test suite; a user config cannot use it.
@@ -126,3 +132,52 @@ def lmad_iteration_tables(stage):
 
 def lmad_final_state(wildcards):
     return f"{lmad_dir(wildcards)}/iter{config['lmad']['iterations'] - 1}/state.parquet"
+
+
+# ---- Debate baselines (rules/debate.smk): round t of a method lives in
+# results/{backbone}/{dataset}/{debate_method}/round{t}.parquet (+ _steps, _state)
+
+
+def debate_setting(method):
+    """Agents, temperatures, rounds and manners of a debate method (config ``debate``)."""
+    return setting_of(method, config)
+
+
+# A bad per-method setting fails here, naming the key, before any job runs.
+for _method in config["methods"]:
+    if _method in DEBATE_PROTOCOLS:
+        debate_setting(_method)
+
+
+def debate_dir(wildcards):
+    return f"results/{wildcards.backbone}/{wildcards.dataset}/{wildcards.debate_method}"
+
+
+def debate_round_inputs(wildcards):
+    """Round 0 of a protocol that opens like self-consistency, at the persona temperatures,
+    is the shared proposals table (zero calls); round t >= 1 reads round t - 1. Plus the
+    prompt templates this round uses, so editing one reruns only its rounds."""
+    t, method = int(wildcards.debate_round), wildcards.debate_method
+    setting = debate_setting(method)
+    inputs = {}
+    if t == 0 and setting.shares_proposals:
+        inputs["proposals"] = f"results/{wildcards.backbone}/{wildcards.dataset}/samples/proposals.parquet"
+    elif t > 0:
+        inputs["previous"] = f"{debate_dir(wildcards)}/round{t - 1}.parquet"
+        inputs["previous_state"] = f"{debate_dir(wildcards)}/round{t - 1}_state.parquet"
+    roles = DEBATE_PROTOCOLS[method].prompt_roles(t, t == setting.rounds, setting.manners, setting.shares_proposals)
+    return inputs | {f"prompt_{role}": config["prompts"][role] for role in roles}
+
+
+def debate_round_tables(suffix):
+    """Input function: one method's round{t}{suffix}.parquet of every round, in order."""
+
+    def tables(wildcards):
+        rounds = debate_setting(wildcards.debate_method).rounds
+        return [f"{debate_dir(wildcards)}/round{t}{suffix}.parquet" for t in range(rounds + 1)]
+
+    return tables
+
+
+def debate_final_state(wildcards):
+    return f"{debate_dir(wildcards)}/round{debate_setting(wildcards.debate_method).rounds}_state.parquet"

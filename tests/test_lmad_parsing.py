@@ -13,7 +13,8 @@ from lmad.protocols.lmad.localize import GENERIC_CONFLICT, parse_localization, s
 from lmad.protocols.lmad.nodes import build_chain, quality_flags, split_sentences
 from lmad.protocols.lmad.resolve import parse_repair
 
-RATIONALE = "1. Pride and Prejudice is by Jane Austen.\n2. Jane Austen was born in Steventon, Hampshire.\nAnswer: Hampshire"
+RATIONALE = ("1. Pride and Prejudice is by Jane Austen.\n2. Jane Austen was born in Steventon, Hampshire.\n"
+             "Answer: Hampshire")
 
 
 # --------------------------------------------------------------------- node extraction
@@ -65,6 +66,8 @@ def test_no_valid_node_falls_back_to_sentences_then_to_the_answer():
 def test_split_sentences():
     assert split_sentences("- First one. Second 2 here? Third!\n* 3) Fourth\nStep 2: Fifth") == [
         "First one.", "Second 2 here?", "Third!", "Fourth", "Fifth"]
+    assert split_sentences("3.5 million people live there. 1983 was the year.") == [
+        "3.5 million people live there.", "1983 was the year."]
 
 
 # ------------------------------------------------------------------------ localization

@@ -14,7 +14,7 @@ import pytest
 
 from lmad.backends.base import ChatRequest
 from lmad.backends import vllm_backend
-from lmad.backends.vllm_backend import _id_list, _StructuredOutputs
+from lmad.backends.vllm_backend import _StructuredOutputs
 
 MODEL = os.environ.get("LMAD_VLLM_TEST_MODEL", "/tmp/smol")
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
@@ -34,12 +34,6 @@ Q = (("system", "You answer briefly."), ("user", "What is the capital of France?
 
 # ---- helpers: no vllm needed -------------------------------------------------------
 
-def test_id_list():
-    assert _id_list([0, 1]) == "0-1"
-    assert _id_list([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
-    assert _id_list([3]) == "3"
-
-
 class _Params:
     def __init__(self, **kw):
         self.kw = kw
@@ -57,20 +51,15 @@ def test_structured_outputs_new_and_legacy_api():
 
 
 def test_cpu_defaults_respect_user_env(monkeypatch):
-    monkeypatch.setattr(vllm_backend, "_usable_cpus", lambda: [0, 1])
     monkeypatch.setattr(vllm_backend, "_cpu_has_fast_bf16", lambda: False)
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    dtype, filled = vllm_backend.cpu_defaults("auto")
+    assert dtype == "float32" and filled == {"VLLM_CPU_KVCACHE_SPACE": "2"}
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
-    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
-    monkeypatch.delenv("VLLM_CPU_NUM_OF_RESERVED_CPU", raising=False)
-    dtype, filled = vllm_backend.cpu_defaults("auto", 1)
-    assert dtype == "float32"
-    assert filled == {"VLLM_CPU_OMP_THREADS_BIND": "0-1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+    assert vllm_backend.cpu_defaults("bfloat16") == ("bfloat16", {})
     assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "8"
-    assert vllm_backend.cpu_defaults("bfloat16", 1)[0] == "bfloat16"
-    monkeypatch.setattr(vllm_backend, "_usable_cpus", lambda: list(range(64)))
-    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND")
-    monkeypatch.delenv("VLLM_CPU_NUM_OF_RESERVED_CPU")
-    assert vllm_backend.cpu_defaults("auto", 1)[1] == {}  # big machine: vLLM's auto binding
+    monkeypatch.setattr(vllm_backend, "_cpu_has_fast_bf16", lambda: True)
+    assert vllm_backend.cpu_defaults("auto")[0] == "auto"  # AMX / AVX512-BF16: vLLM's bf16
 
 
 # ---- the engine --------------------------------------------------------------------
@@ -131,3 +120,18 @@ def test_batch_greedy_sampled_constrained(backend):
 def test_model_id_and_empty(backend):
     assert backend.model_id.startswith("smol-test@")
     assert backend.generate([]) == []
+
+
+@_apply(needs_engine)
+def test_seeded_sampling_over_several_prefill_steps(backend):
+    # 12 distinct ~740-token prompts exceed one step's token budget (4096 on CPU): with
+    # chunked prefill a prompt gets split, which kills the vllm-cpu 0.32.0 engine for
+    # seeded sampled requests ("CPU Generator does not use offset"). Distinct prompts,
+    # so prefix-cache hits cannot hide the split.
+    context = " ".join(f"Fact {i}: the river Ulver{i} flows into lake Kalm{i % 7}." for i in range(40))
+    reqs = [ChatRequest(messages=(("user", f"Q{k}. {context}\nQuestion {k}: which lake does Ulver{k} feed?"),),
+                        temperature=0.7, seed=k, max_tokens=4) for k in range(12)]
+    out = backend.generate(reqs)
+    assert all(c.prompt_tokens > 500 for c in out)
+    assert sum(c.prompt_tokens for c in out) > 4096
+    assert [c.text for c in backend.generate(reqs[3:5])] == [c.text for c in out[3:5]]

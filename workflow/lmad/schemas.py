@@ -102,6 +102,19 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("admitted", _bool), ("committed_after", _strs), ("stop_reason", _str), ("prediction", _str),
         ("calls", _int), ("prompt_tokens", _int), ("completion_tokens", _int),
     ]), ["method", "qid", "iteration"]),
+    # ---- debate baselines (lmad.protocols.debate): per round, `samples` + these two ----
+    # every call of a round that is not an agent's answer: advice / note / self_critique (agent = author,
+    # target = recipient), manner steps (e.g. stepback_concept), judge / moderator (agent = -1; parsed =
+    # {"decided", "answer"} JSON or "", parse_error = why the strict parse failed)
+    "debate_steps": (pa.schema([
+        ("qid", _str), ("round", _int), ("step", _str), ("agent", _int), ("target", _int), ("slot", _int),
+        ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str), ("parse_error", _str), *_CALL,
+    ]), ["qid", "round", "step", "agent", "target", "slot"]),
+    # every question after a round: still debating, or stopped with reason, round and answer
+    "debate_state": (pa.schema([
+        ("qid", _str), ("round", _int), ("active", _bool), ("stop_reason", _str), ("stop_round", _int),
+        ("prediction", _str), ("prediction_norm", _str),
+    ]), ["qid"]),
 }
 
 

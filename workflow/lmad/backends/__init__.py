@@ -14,7 +14,7 @@ __all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_ide
 def make_backend(spec: dict[str, Any]) -> Backend:
     """Build the backend a model spec names. ``spec`` is a resolved entry of config ``models``."""
     kind = spec["backend"]
-    kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "role", "resources")}
+    kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "cache_chunk")}
     if kind == "transformers":
         from .transformers_backend import TransformersBackend
 
@@ -41,7 +41,13 @@ def backend_identity(spec: dict[str, Any]) -> str:
     return model_identity(spec["name"], spec.get("model"), spec.get("revision"))
 
 
-def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size: int = 16) -> CachedBackend:
+# Calls per cache write: small where calls run one by one (progress survives a kill),
+# large where the engine needs the whole batch at once for throughput.
+CHUNK_BY_BACKEND = {"transformers": 4, "vllm": 4096, "openai": 512, "scripted": 16}
+
+
+def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size: int | None = None) -> CachedBackend:
     """The backend behind the persistent call cache — what every stage talks to.
     The model itself loads on the first cache miss."""
-    return CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk_size)
+    chunk = chunk_size or spec.get("cache_chunk") or CHUNK_BY_BACKEND[spec["backend"]]
+    return CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk)

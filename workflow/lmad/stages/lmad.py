@@ -55,9 +55,10 @@ def _committed(state: str | None) -> dict[str, list[str]]:
     return defaultdict(list, {s["qid"]: s["committed"] for s in read_table("lmad_state", state).to_dicts()})
 
 
-def _by_qid(rows: list[dict], order: str = "agent") -> dict[str, list[dict]]:
+def _by_qid(rows: list[dict]) -> dict[str, list[dict]]:
+    """Per-agent rows grouped by question, in agent order."""
     grouped: dict[str, list[dict]] = defaultdict(list)
-    for r in sorted(rows, key=lambda r: (r["qid"], r[order])):
+    for r in sorted(rows, key=lambda r: (r["qid"], r["agent"])):
         grouped[r["qid"]].append(r)
     return dict(grouped)
 
@@ -159,10 +160,10 @@ def resolve(questions: str, localizations: str, positions: str, prompt: str, rep
     qs = _questions(questions)
     committed = _committed(state)
     resolver = load_prompt(prompt)
-    final = {r["qid"]: list(r["witness_claims"]) for r in _table("lmad_localizations", localizations)}
+    locs = _table("lmad_localizations", localizations)
+    final = {r["qid"]: list(r["witness_claims"]) for r in locs}  # p^(0), kept when R = 0
     for r in sorted(_table("lmad_positions", positions), key=lambda r: r["round"]):
         final[r["qid"]][r["agent"]] = r["position"]  # the last round wins
-    locs = _table("lmad_localizations", localizations)
     requests = [resolution_request(resolver, qs[r["qid"]], committed[r["qid"]], r["conflict"], final[r["qid"]],
                                    max_tokens) for r in locs]
     completions = run_batch(open_backend(model, cache_dir), requests) if requests else []

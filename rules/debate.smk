@@ -1,0 +1,55 @@
+# Debate baselines and plug-ins (MAD, Consensus, promptMAD, TrueMAD, ComputeMAD,
+# Self-AdviceMAD, DMAD, TrueDMAD, dMAD): one job per method and round, each writing the
+# round's answers (samples), other calls (debate_steps) and per-question state
+# (debate_state) under results/{backbone}/{dataset}/{debate_method}/. Round 0 of the MAD
+# family is the shared self-consistency proposals (zero calls). The protocols are data in
+# lmad.protocols.debate.methods; input functions live in rules/common.smk.
+
+
+rule debate_round:
+    input:
+        unpack(debate_round_inputs),
+        questions="results/data/{dataset}.parquet",
+        weights=lambda w: model_files(w.backbone),
+    output:
+        samples="results/{backbone}/{dataset}/{debate_method}/round{debate_round}.parquet",
+        steps="results/{backbone}/{dataset}/{debate_method}/round{debate_round}_steps.parquet",
+        state="results/{backbone}/{dataset}/{debate_method}/round{debate_round}_state.parquet",
+    log:
+        "logs/{backbone}/{dataset}/{debate_method}/round{debate_round}.log",
+    benchmark:
+        "benchmarks/{backbone}/{dataset}/{debate_method}/round{debate_round}.tsv"
+    params:
+        model=lambda w: model_spec(w.backbone),
+        cache_dir=config["cache_dir"],
+        method=lambda w: w.debate_method,
+        round_index=lambda w: int(w.debate_round),
+        last=lambda w: int(w.debate_round) == debate_setting(w.debate_method).rounds,
+        temperatures=lambda w: list(debate_setting(w.debate_method).temperatures),
+        manners=lambda w: list(debate_setting(w.debate_method).manners),
+        max_tokens=config["solver"]["max_tokens"],
+        aux_max_tokens=config["debate"]["max_tokens"],
+        seed=config["seed"],
+    conda:
+        "../envs/pipeline.yaml"
+    threads: lambda w: model_threads(w.backbone)
+    script:
+        "../workflow/scripts/debate_round.py"
+
+
+rule debate_predict:
+    input:
+        questions="results/data/{dataset}.parquet",
+        samples=debate_round_tables(""),
+        steps=debate_round_tables("_steps"),
+        final_state=debate_final_state,
+    output:
+        predictions="results/{backbone}/{dataset}/predictions/{debate_method}.parquet",
+    log:
+        "logs/{backbone}/{dataset}/{debate_method}/predict.log",
+    params:
+        method=lambda w: w.debate_method,
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/debate_predict.py"

@@ -1,0 +1,69 @@
+"""The debate stage functions on real Parquet tables and the call cache (test double):
+round 0 reuses the proposals without a call, Consensus's revisions are MAD's cached
+calls, and predictions sum every round's cost."""
+import logging
+
+from conftest import REPO
+from lmad.schemas import read_table, write_table
+from lmad.stages.debate import debate_predict, debate_round
+from lmad.stages.generate import generate
+
+MODEL = {"name": "scripted", "backend": "scripted", "model": "scripted"}
+PERSONAS = [0.1, 0.5, 0.9]
+AUX = {"advice": 32, "judge": 32, "moderator": 32}
+PROMPTS = REPO / "config" / "prompts"
+
+
+def questions(path):
+    context = [{"title": t, "sentences": [f"{t} is a place."]} for t in ("Alpha", "Beta", "Gamma")]
+    rows = [{"qid": f"q{i}", "dataset": "hotpotqa", "question": f"Which place is meant in question {i}?",
+             "context": context, "answer": "Alpha", "aliases": [], "qtype": "bridge", "supporting_facts": [],
+             "source": "test"} for i in range(3)]
+    write_table("questions", rows, path)
+    return str(path)
+
+
+def entries(cache):
+    return set(cache.rglob("*.json"))
+
+
+def run_method(tmp_path, method, qs, proposals, cache, rounds=2):
+    out = tmp_path / method
+    for t in range(rounds + 1):
+        inputs = {"proposals": proposals} if t == 0 else {
+            "previous": str(out / f"round{t - 1}.parquet"), "previous_state": str(out / f"round{t - 1}_state.parquet")}
+        debate_round(questions=qs, samples=str(out / f"round{t}.parquet"), steps=str(out / f"round{t}_steps.parquet"),
+                     state=str(out / f"round{t}_state.parquet"), model=MODEL, cache_dir=str(cache), method=method,
+                     round_index=t, last=t == rounds, temperatures=PERSONAS, manners=[], max_tokens=32,
+                     aux_max_tokens=AUX, seed=0, provenance={}, **inputs,
+                     **({"prompt_debate_revise": str(PROMPTS / "debate_revise.txt")} if t else {}))
+    debate_predict(questions=qs, samples=[str(out / f"round{t}.parquet") for t in range(rounds + 1)],
+                   steps=[str(out / f"round{t}_steps.parquet") for t in range(rounds + 1)],
+                   final_state=str(out / f"round{rounds}_state.parquet"), predictions=str(out / "predictions.parquet"),
+                   method=method, provenance={})
+    return out
+
+
+def test_round_0_is_the_proposals_and_consensus_reuses_mads_calls(tmp_path, caplog):
+    qs = questions(tmp_path / "questions.parquet")
+    proposals = str(tmp_path / "proposals.parquet")
+    generate(questions=qs, prompt=str(PROMPTS / "solver.txt"), samples=proposals, model=MODEL,
+             cache_dir=str(tmp_path / "proposal-cache"), stage="proposals", temperatures=PERSONAS, max_tokens=32,
+             seed=0, provenance={})
+    cache = tmp_path / "cache"
+    with caplog.at_level(logging.INFO):
+        mad = run_method(tmp_path, "mad", qs, proposals, cache)
+    assert read_table("samples", mad / "round0.parquet").equals(read_table("samples", proposals))
+    assert "reused the shared proposals; 0 model calls" in caplog.text
+    assert len(entries(cache)) == 2 * 3 * 3  # rounds 1 and 2 only: no round-0 call went out
+    preds = read_table("predictions", mad / "predictions.parquet")
+    assert preds["calls"].to_list() == [9, 9, 9] and set(preds["stop_reason"]) <= {"vote", "vote_tie"}
+    assert (preds["completion_tokens"] > 0).all()
+
+    before = entries(cache)
+    consensus = run_method(tmp_path, "consensus", qs, proposals, cache)
+    assert entries(cache) == before  # every Consensus revision is a MAD call, served by the cache
+    state = read_table("debate_state", consensus / "round2_state.parquet")
+    assert not state["active"].any() and len(state) == 3
+    preds = read_table("predictions", consensus / "predictions.parquet")
+    assert all(3 <= c <= 9 for c in preds["calls"])

@@ -1,0 +1,376 @@
+"""The one batched round engine: runs round t of any :class:`~.spec.Protocol`.
+
+Every call of a stage is a :class:`Chain` (an agent's turn, an advice, a judgment): a
+short list of steps where step k sees the outputs of steps < k. The engine sends step k
+of every chain of a stage — all active questions x all agents — as ONE
+``backend.generate`` batch, so a MAD round is one batch, a TrueMAD round two (advice,
+revision), a DMAD round as many as its longest manner (Self-Refine: 3).
+
+Outputs of a round, as table rows:
+
+``samples``  one per active question x agent: the agent's round-t response (the last
+             step of its turn), extracted and normalized answer, tokens;
+``steps``    every other call: advice / notes / self-critiques (``target`` = recipient),
+             intermediate manner steps (``stepback_concept``, ``selfrefine_draft``,
+             ``selfrefine_critique``), judge and moderator replies (``agent`` = -1)
+             with their strict parse and its error;
+``state``    one per question: still active, or stopped with reason, round and answer.
+
+Seeds: round 0 ``Solve`` uses the proposal seed ``derive_seed(seed, qid, agent)``; every
+other agent call ``derive_seed(seed, qid, kind, t, agent, ...)`` without the method
+name, so MAD and Consensus send identical revision requests and share them in the cache.
+"""
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ...answers import extract_answer, normalize_answer
+from ...backends import Backend, ChatRequest, Completion
+from ...prompts import Prompt
+from ...solver import derive_seed
+from . import views
+from .decisions import JUDGE_SCHEMA, MODERATOR_SCHEMA, STOP_RULES, Verdict, parse_judge, parse_moderator, vote
+from .spec import (ADVICE_ROLES, ANSWER, MANNERS, MODERATOR_ROLE, Advise, Judge, Protocol, Reason, Revise,
+                   Solve, Step, Turn)
+
+NO_AGENT = -1  # the judge and the moderator
+
+
+def call_columns(c: Completion) -> dict:
+    return {"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+            "finish_reason": c.finish_reason, "cached": c.cached}
+
+
+@dataclass
+class Chain:
+    """One call sequence. ``answers``: its last step is the agent's round response."""
+
+    qid: str
+    name: str
+    agent: int
+    steps: tuple[Step, ...]
+    seeds: tuple[int, ...]
+    temperature: float
+    max_tokens: int
+    fields: dict[str, str]
+    answers: bool = False
+    target: int = NO_AGENT
+    slot: int = 0
+    constraint: dict | None = None
+    completions: list[Completion] = field(default_factory=list)
+    verdict: Verdict | None = None
+
+    def request(self, k: int, prompts: dict[str, Prompt]) -> ChatRequest:
+        done = {s.name: c.text for s, c in zip(self.steps, self.completions)}
+        messages = prompts[self.steps[k].role].render(**{**self.fields, **done})
+        return ChatRequest(messages=messages, temperature=float(self.temperature), max_tokens=self.max_tokens,
+                           seed=self.seeds[k], constraint=self.constraint)
+
+    @property
+    def text(self) -> str:
+        return self.completions[-1].text
+
+
+def run_chains(backend: Backend, chains: Sequence[Chain], prompts: dict[str, Prompt]) -> int:
+    """Step k of every chain in one ``generate``; returns the number of calls."""
+    calls = 0
+    for k in range(max((len(c.steps) for c in chains), default=0)):
+        live = [c for c in chains if len(c.steps) > k]
+        completions = backend.generate([c.request(k, prompts) for c in live])
+        for chain, completion in zip(live, completions):
+            chain.completions.append(completion)
+        calls += len(live)
+    return calls
+
+
+def deal_notes(agents: int, seed: int, qid: str, t: int) -> list[int]:
+    """ComputeMAD: the recipient of each of the K(K-1) notes (note n = author * (K-1) + slot),
+    dealt at random without replacement so every agent gets K-1; seeded per question and round."""
+    recipients = [r for r in range(agents) for _ in range(agents - 1)]
+    random.Random(derive_seed(seed, qid, "deal", t)).shuffle(recipients)
+    return recipients
+
+
+@dataclass
+class RoundResult:
+    samples: list[dict]
+    steps: list[dict]
+    state: list[dict]
+    calls: int
+    active: int
+
+
+@dataclass
+class _Round:
+    protocol: Protocol
+    method: str
+    t: int
+    questions: dict[str, dict]
+    active: list[str]
+    temperatures: tuple[float, ...]
+    manners: tuple[str, ...]
+    prev: dict[str, dict[int, dict]]
+    prompts: dict[str, Prompt]
+    seed: int
+    max_tokens: int
+    aux_max_tokens: dict
+    current: dict[str, dict[int, dict]] = field(default_factory=lambda: defaultdict(dict))
+    advice: dict[str, dict[int, list]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    samples: list[dict] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
+    calls: int = 0
+
+    @property
+    def agents(self) -> range:
+        return range(len(self.temperatures))
+
+    def base(self, qid: str) -> dict[str, str]:
+        return views.question_fields(self.questions[qid])
+
+    def seed_of(self, qid: str, *parts) -> int:
+        return derive_seed(self.seed, qid, *parts)
+
+    def previous(self, qid: str) -> dict[int, str]:
+        return {a: r["response"] for a, r in self.prev.get(qid, {}).items()}
+
+    def agent_chain(self, qid: str, agent: int, name: str, steps: tuple[Step, ...], fields: dict) -> Chain:
+        seeds = tuple(self.seed_of(qid, "debate", self.t, agent, s.name) for s in steps)
+        return Chain(qid, name, agent, steps, seeds, self.temperatures[agent], self.max_tokens,
+                     self.base(qid) | fields, answers=True)
+
+    def run(self, backend: Backend, chains: list[Chain]) -> list[Chain]:
+        self.calls += run_chains(backend, chains, self.prompts)
+        return chains
+
+    def record(self, chains: list[Chain]) -> None:
+        for c in chains:
+            for k, (step, completion) in enumerate(zip(c.steps, c.completions)):
+                if c.answers and k == len(c.steps) - 1:
+                    self.add_answer(self.answer_row(c, completion))
+                else:
+                    name = f"{c.name}_{step.name}" if c.answers else c.name
+                    self.steps.append({
+                        "qid": c.qid, "round": self.t, "step": name, "agent": c.agent, "target": c.target,
+                        "slot": c.slot, "temperature": float(c.temperature), "seed": c.seeds[k],
+                        "response": completion.text,
+                        "parsed": c.verdict.as_json() if c.verdict else "",
+                        "parse_error": c.verdict.error if c.verdict else "", **call_columns(completion)})
+
+    def answer_row(self, c: Chain, completion: Completion) -> dict:
+        answer, how = extract_answer(completion.text)
+        return {"qid": c.qid, "stage": self.method, "round": self.t, "agent": c.agent,
+                "temperature": float(c.temperature), "seed": c.seeds[-1], "response": completion.text,
+                "answer": answer, "answer_norm": normalize_answer(answer), "answer_method": how,
+                **call_columns(completion)}
+
+    def add_answer(self, row: dict) -> None:
+        self.current[row["qid"]][row["agent"]] = row
+        self.samples.append(row)
+
+
+# ------------------------------------------------------------------- one function per stage
+
+def _solve(stage: Solve, rnd: _Round, backend: Backend) -> None:
+    chains = [Chain(qid, "solve", a, (Step(ANSWER, "solver"),), (rnd.seed_of(qid, a),), rnd.temperatures[a],
+                    rnd.max_tokens, rnd.base(qid) | {"committed": ""}, answers=True)
+              for qid in rnd.active for a in rnd.agents]
+    rnd.record(rnd.run(backend, chains))
+
+
+def _reason(stage: Reason, rnd: _Round, backend: Backend) -> None:
+    chains = []
+    for qid in rnd.active:
+        prev = rnd.previous(qid)
+        for a in rnd.agents:
+            fields = {"self_label": rnd.protocol.label(a),
+                      "debate": views.final_answers(prev, a, rnd.protocol.label),
+                      "advice": views.advice(rnd.advice[qid][a])}
+            chains.append(rnd.agent_chain(qid, a, rnd.manners[a], MANNERS[rnd.manners[a]], fields))
+    rnd.record(rnd.run(backend, chains))
+
+
+#: Per advice mode: the step name of its calls, and how the recipient sees each item.
+ADVICE_STEP = {"peer": "advise", "notes": "note", "self": "self_critique"}
+ADVICE_ITEM = {"peer": "From {source}", "notes": "Note", "self": "Your own critique"}
+
+
+def _advise(stage: Advise, rnd: _Round, backend: Backend) -> None:
+    label, k, name = rnd.protocol.label, len(rnd.temperatures), ADVICE_STEP[stage.mode]
+    step = Step(name, ADVICE_ROLES[stage.mode])
+    chains = []
+    for qid in rnd.active:
+        prev = rnd.previous(qid)
+        for a in rnd.agents:
+            fields = rnd.base(qid) | {"self_label": label(a), "own": prev[a].strip()}
+            if stage.mode == "peer":  # (recipient, slot, fields): one advice per other agent
+                jobs = [(r, 0, fields | {"target_label": label(r), "target_response": prev[r].strip()})
+                        for r in rnd.agents if r != a]
+            elif stage.mode == "notes":  # K-1 untargeted notes; recipients are dealt below
+                jobs = [(NO_AGENT, s, fields | {"responses": views.labelled(prev, label)}) for s in range(k - 1)]
+            else:  # K-1 critiques of the agent's own response
+                jobs = [(a, s, fields) for s in range(k - 1)]
+            chains += [Chain(qid, name, a, (step,), (rnd.seed_of(qid, name, rnd.t, a, r, s),), rnd.temperatures[a],
+                             rnd.aux_max_tokens["advice"], f, target=r, slot=s) for r, s, f in jobs]
+    rnd.run(backend, chains)
+    for qid in rnd.active:
+        mine = [c for c in chains if c.qid == qid]  # author order, then recipient / slot order
+        if stage.mode == "notes":
+            for chain, recipient in zip(mine, deal_notes(k, rnd.seed, qid, rnd.t)):
+                chain.target = recipient
+        for chain in mine:
+            item = ADVICE_ITEM[stage.mode].format(source=label(chain.agent))
+            rnd.advice[qid][chain.target].append((item, chain.text))
+    rnd.record(chains)
+
+
+def _revise(stage: Revise, rnd: _Round, backend: Backend) -> None:
+    chains = []
+    for qid in rnd.active:
+        prev = rnd.previous(qid)
+        for a in rnd.agents:
+            fields = {"self_label": rnd.protocol.label(a), "own": prev[a].strip(),
+                      "others": views.peers(prev, a, rnd.protocol.label),
+                      "advice": views.advice(rnd.advice[qid][a])}
+            chains.append(rnd.agent_chain(qid, a, "revise", (Step(ANSWER, stage.role),), fields))
+    rnd.record(rnd.run(backend, chains))
+
+
+def _turn(stage: Turn, rnd: _Round, backend: Backend) -> None:
+    a, chains = stage.agent, []
+    for qid in rnd.active:
+        prev, now = rnd.previous(qid), {j: r["response"] for j, r in rnd.current[qid].items()}
+        latest = {j: now.get(j, prev.get(j)) for j in rnd.agents if j != a and (j in now or j in prev)}
+        fields = {"self_label": rnd.protocol.label(a), "own": views.own_turn(prev.get(a)),
+                  "opponent": views.opponents(latest, rnd.protocol.label)}
+        chains.append(rnd.agent_chain(qid, a, "turn", (Step(ANSWER, stage.role),), fields))
+    rnd.record(rnd.run(backend, chains))
+
+
+def _verdict_chains(rnd: _Round, qids: list[str], name: str, role: str, schema: dict, max_tokens: int) -> list[Chain]:
+    return [Chain(qid, name, NO_AGENT, (Step(name, role),), (rnd.seed_of(qid, name, rnd.t),), 0.0, max_tokens,
+                  rnd.base(qid) | {"debate": views.labelled({a: r["response"] for a, r in rnd.current[qid].items()},
+                                                            rnd.protocol.label)},
+                  constraint={"json": schema})
+            for qid in qids]
+
+
+def _judge(stage: Judge, rnd: _Round, backend: Backend) -> None:
+    chains = rnd.run(backend, _verdict_chains(rnd, rnd.active, "judge", stage.role, JUDGE_SCHEMA,
+                                              rnd.aux_max_tokens["judge"]))
+    for chain in chains:
+        chain.verdict = rnd.verdicts[chain.qid] = parse_judge(chain.text)
+    rnd.record(chains)
+
+
+STAGES = {Solve: _solve, Reason: _reason, Advise: _advise, Revise: _revise, Turn: _turn, Judge: _judge}
+
+
+# --------------------------------------------------------------------------------- a round
+
+def _stopped(qid: str, t: int, reason: str, answer: str) -> dict:
+    return {"qid": qid, "round": t, "active": False, "stop_reason": reason, "stop_round": t,
+            "prediction": answer, "prediction_norm": normalize_answer(answer)}
+
+
+def _open(qid: str, t: int) -> dict:
+    return {"qid": qid, "round": t, "active": True, "stop_reason": None, "stop_round": None,
+            "prediction": None, "prediction_norm": None}
+
+
+def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Sequence[dict], backend: Backend,
+              prompts: dict[str, Prompt], temperatures: Sequence[float], manners: Sequence[str], seed: int,
+              max_tokens: int, aux_max_tokens: dict, previous: Sequence[dict] = (),
+              previous_state: Sequence[dict] | None = None, proposals: Sequence[dict] | None = None) -> RoundResult:
+    """Round ``t`` of ``protocol`` for the questions still active after round t-1.
+
+    ``previous``: the round t-1 ``samples`` rows; ``previous_state``: the round t-1
+    ``state`` rows (None at t = 0: every question active); ``proposals``: round 0 of a
+    protocol that opens like self-consistency, reused without a call.
+    """
+    qs = {q["qid"]: q for q in questions}
+    if previous_state is None:
+        carried, active = {}, sorted(qs)
+    else:
+        carried = {s["qid"]: s | {"round": t} for s in previous_state if not s["active"]}
+        active = sorted(s["qid"] for s in previous_state if s["active"])
+    prev: dict[str, dict[int, dict]] = defaultdict(dict)
+    for row in previous:
+        prev[row["qid"]][row["agent"]] = row
+    temps = tuple(float(x) for x in temperatures)
+    missing = [q for q in active if t > 0 and sorted(prev[q]) != list(range(len(temps)))]
+    if missing:
+        raise ValueError(f"round {t}: no round-{t - 1} responses of every agent for questions {missing[:5]}")
+    rnd = _Round(protocol, method, t, qs, active, temps, tuple(manners), prev, prompts, seed, max_tokens,
+                 aux_max_tokens)
+
+    if proposals is not None:
+        if t != 0 or not protocol.opens_like_self_consistency:
+            raise ValueError(f"{method}: only round 0 of a protocol that opens with Solve can reuse proposals")
+        got = {(r["qid"], r["agent"]): float(r["temperature"]) for r in proposals if r["qid"] in qs}
+        want = {(q, a): temp for q in active for a, temp in enumerate(temps)}
+        if got != want:
+            raise ValueError(f"{method}: proposals do not match the questions x agent temperatures {list(temps)}")
+        for row in sorted(proposals, key=lambda r: (r["qid"], r["agent"])):
+            if row["qid"] in qs:
+                rnd.add_answer(dict(row))
+    else:
+        for stage in protocol.stages(t):
+            STAGES[type(stage)](stage, rnd, backend)
+
+    state = dict(carried)
+    undecided = []
+    for qid in active:
+        answers = [rnd.current[qid][a]["answer"] for a in rnd.agents]
+        stopped = STOP_RULES[protocol.stop](answers, rnd.verdicts.get(qid))
+        if stopped:
+            state[qid] = _stopped(qid, t, *stopped)
+        elif not last:
+            state[qid] = _open(qid, t)
+        elif protocol.final == "vote":
+            state[qid] = _stopped(qid, t, *vote(answers))
+        else:
+            undecided.append(qid)
+    if undecided:
+        chains = rnd.run(backend, _verdict_chains(rnd, undecided, "moderator", MODERATOR_ROLE, MODERATOR_SCHEMA,
+                                                  aux_max_tokens["moderator"]))
+        for chain in chains:
+            chain.verdict = parse_moderator(chain.text)
+            if chain.verdict.error:
+                _, answer = vote([rnd.current[chain.qid][a]["answer"] for a in rnd.agents])
+                state[chain.qid] = _stopped(chain.qid, t, "moderator_fallback", answer)
+            else:
+                state[chain.qid] = _stopped(chain.qid, t, "moderator", chain.verdict.answer)
+        rnd.record(chains)
+    missing = set(qs) - set(state)
+    if missing:
+        raise ValueError(f"round {t}: questions {sorted(missing)[:5]} are in no state")
+    return RoundResult(rnd.samples, rnd.steps, [state[q] for q in sorted(state)], rnd.calls, len(active))
+
+
+# ------------------------------------------------------------------------- predictions
+
+def prediction_rows(questions: Sequence[dict], method: str, samples: Sequence[dict], steps: Sequence[dict],
+                    final_state: Sequence[dict]) -> list[dict]:
+    """One ``predictions`` row per question: the final state's answer, and the cost of
+    ALL the method's calls over every round (shared proposals and cached calls included,
+    since a fresh run of the method alone would issue them)."""
+    cost: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+    for row in (*samples, *steps):
+        c = cost[row["qid"]]
+        c["calls"] += 1
+        c["prompt_tokens"] += row["prompt_tokens"]
+        c["completion_tokens"] += row["completion_tokens"]
+    state = {s["qid"]: s for s in final_state}
+    out = []
+    for q in questions:
+        s = state.get(q["qid"])
+        if s is None or s["active"]:
+            raise ValueError(f"{method}: question {q['qid']} has no final answer after the last round")
+        out.append({"qid": q["qid"], "dataset": q["dataset"], "method": method, "prediction": s["prediction"],
+                    "prediction_norm": s["prediction_norm"], "stop_reason": s["stop_reason"],
+                    "stop_round": s["stop_round"], **cost[q["qid"]]})
+    return out
