@@ -13,6 +13,7 @@ include: "rules/judge.smk"
 include: "rules/analysis.smk"
 include: "rules/lmad.smk"
 include: "rules/debate.smk"
+include: "rules/manifest.smk"
 
 
 rule all:

@@ -44,7 +44,8 @@ def model_spec(name):
     spec = {"name": name, **config["models"][name]}
     if "gguf" in spec:
         spec["model"] = f"resources/models/{name}"
-    return {k: v for k, v in spec.items() if k != "gguf"}
+    # job sizing (resources:) is scheduling only: it never reaches the backend or params
+    return {k: v for k, v in spec.items() if k not in ("gguf", "resources")}
 
 
 def model_files(name):
@@ -98,7 +99,7 @@ def all_outputs():
         "results/{backbone}/analysis/{name}",
         backbone=config["backbones"],
         name=["table.md", "accuracy.png"],
-    )
+    ) + ["results/manifest.json"]
 
 
 # ---- LMAD (rules/lmad.smk): iteration k of a method lives in results/{backbone}/{dataset}/{lmad_method}/iter{k}/
@@ -181,3 +182,45 @@ def debate_round_tables(suffix):
 
 def debate_final_state(wildcards):
     return f"{debate_dir(wildcards)}/round{debate_setting(wildcards.debate_method).rounds}_state.parquet"
+
+
+# ---- Scale-out (workflow/profiles/, README "Run on SLURM"): what a model stage's job asks
+# for. Every model stage declares its resources as `**model_resources()` (stages over
+# {backbone}) or `**model_resources(name)` (stages that always run one model, the judge).
+
+# A GPU job's defaults when models.<name>.resources does not set them.
+GPU_JOB_DEFAULTS = {"mem_mb_per_gpu": 32000, "runtime": 720, "cpus_per_gpu": 8}
+
+
+def model_sizing(name):
+    """Resources of one model's stage jobs. A ``vllm`` model asks for
+    ``tensor_parallel_size`` GPUs (``resources.gpu`` overrides; 0 for the CPU build of
+    vLLM) plus host memory (MB), wall time (minutes) and CPUs per GPU, each overridable
+    under ``models.<name>.resources``. Any other backend asks for no GPU and keeps the
+    profile's default resources unless its ``resources:`` entry sets them."""
+    spec = config["models"][name]
+    own = dict(spec.get("resources", {}))
+    gpus = own.pop("gpu", spec.get("tensor_parallel_size", 1)) if spec["backend"] == "vllm" else 0
+    if gpus == 0:
+        return {"gpu": 0, **own}
+    return {
+        "gpu": gpus,
+        "mem_mb": own.get("mem_mb", GPU_JOB_DEFAULTS["mem_mb_per_gpu"] * gpus),
+        "runtime": own.get("runtime", GPU_JOB_DEFAULTS["runtime"]),
+        "cpus_per_gpu": own.get("cpus_per_gpu", GPU_JOB_DEFAULTS["cpus_per_gpu"]),
+    }
+
+
+def _backbone_resource(key):
+    return lambda wildcards: model_sizing(wildcards.backbone).get(key)
+
+
+def model_resources(name=None):
+    """The ``resources:`` of a model rule: ``model_sizing(name)`` for a fixed model; for
+    a rule over {backbone}, one function per resource any configured backbone sets (a
+    backbone that does not set it gets None, i.e. the resource is left unset)."""
+    if name is not None:
+        return model_sizing(name)
+    keys = sorted(set().union(*(model_sizing(b) for b in config["backbones"])))
+    return {key: _backbone_resource(key) for key in keys}
+

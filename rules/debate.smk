@@ -33,6 +33,8 @@ rule debate_round:
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
     script:
         "../workflow/scripts/debate_round.py"
 

@@ -19,6 +19,8 @@ rule generate:
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
     script:
         "../workflow/scripts/generate.py"
 

@@ -17,5 +17,7 @@ rule judge:
     conda:
         "../envs/pipeline.yaml"
     threads: model_threads(config["judge"]["model"])
+    resources:
+        **model_resources(config["judge"]["model"]),
     script:
         "../workflow/scripts/judge.py"

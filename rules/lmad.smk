@@ -29,6 +29,8 @@ rule lmad_generate:
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
     script:
         "../workflow/scripts/lmad_generate.py"
 
@@ -55,6 +57,8 @@ rule lmad_extract:
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
     script:
         "../workflow/scripts/lmad_extract.py"
 
@@ -80,6 +84,8 @@ rule lmad_localize:
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
     script:
         "../workflow/scripts/lmad_localize.py"
 
@@ -108,6 +114,8 @@ rule lmad_debate:
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
     script:
         "../workflow/scripts/lmad_debate.py"
 
@@ -134,6 +142,8 @@ rule lmad_resolve:
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
     script:
         "../workflow/scripts/lmad_resolve.py"
 

@@ -18,7 +18,10 @@ LMAD = ["lmad", "lmad-concrete", "lmad-always"]
 def test_lmad_with_the_real_model_finishes_and_records_stop_reasons(workdir):
     pytest.importorskip("xgrammar")
     config = make_config(workdir, n=2, models={"smollm2-135m": SMOLLM2}, backbones=["smollm2-135m"], methods=LMAD,
-                         lmad={"iterations": 2, "local_rounds": 1})
+                         # short replies keep it to minutes on two CPU cores; truncated JSON is
+                         # one more thing the parsers must survive
+                         lmad={"iterations": 2, "local_rounds": 1,
+                               "max_tokens": {"extractor": 96, "localizer": 48, "debater": 48, "resolver": 96}})
     config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
     write_config(workdir, config)
     snakemake(workdir, timeout=3000)

@@ -1,0 +1,31 @@
+# Run-level rules. Light rules run on the submitting host, never as cluster jobs (README
+# "Run on SLURM"); analyze and plot_accuracy are declared local in rules/analysis.smk.
+# Rule manifest records what produced the current results: config hash, package version,
+# git commit and model loads per model, summed from the stage logs' `model_loaded=` lines.
+# It runs after every backbone's analysis; a config change reruns it (params).
+
+
+localrules:
+    all,
+    prepare_data,
+    predict,
+    lmad_commit,
+    lmad_predict,
+    debate_predict,
+    manifest,
+
+
+rule manifest:
+    input:
+        tables=expand("results/{backbone}/analysis/table.md", backbone=config["backbones"]),
+    output:
+        manifest="results/manifest.json",
+    log:
+        "logs/manifest.log",
+    params:
+        config=config,
+        repo=workflow.basedir,
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/manifest.py"

@@ -1,0 +1,177 @@
+"""Scale-out without a cluster: the profiles, which jobs ask for GPUs (read from what
+`snakemake -n` plans under the SLURM profile), and the run manifest."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import REPO, make_config, snakemake, write_config
+
+SLURM_PROFILE = REPO / "workflow" / "profiles" / "slurm"
+LOCAL_PROFILE = REPO / "workflow" / "profiles" / "default"
+# every rule that calls a model (rules/{generate,judge,lmad,debate}.smk)
+MODEL_RULES = {"generate", "judge", "debate_round", "lmad_generate", "lmad_extract", "lmad_localize",
+               "lmad_debate", "lmad_resolve"}
+GPU_DEFAULTS = {"mem_mb_per_gpu": 32000, "runtime": 720, "cpus_per_gpu": 8}
+
+
+def _pairs(line):
+    """'a=1, b=x y, c=<TBD>' -> {'a': '1', 'b': 'x y', 'c': '<TBD>'}"""
+    return dict(item.split("=", 1) for item in line.split(", ") if "=" in item) if line else {}
+
+
+def planned_jobs(*args, cwd=REPO):
+    """(rule, wildcards, resources) of every job a dry run plans."""
+    env = {**os.environ, "LMAD_ALLOW_TEST_DOUBLE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--dry-run", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", out):
+        head = re.match(r"(?:local)?rule (\w+):\n", block)
+        if not head:
+            continue
+        wildcards = re.search(r"^ +wildcards: (.*)$", block, flags=re.MULTILINE)
+        resources = re.search(r"^ +resources: (.*)$", block, flags=re.MULTILINE)
+        jobs.append((head.group(1), _pairs(wildcards and wildcards.group(1)), _pairs(resources and resources.group(1))))
+    assert jobs, out[-3000:]
+    return jobs
+
+
+def model_of(rule, wildcards, config):
+    return config["judge"]["model"] if rule == "judge" else wildcards["backbone"]
+
+
+@pytest.fixture(scope="module")
+def paper_plan():
+    """The brief's command: the paper config under the SLURM profile (dry run)."""
+    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    jobs = planned_jobs("--profile", str(SLURM_PROFILE), "--configfile", "config/paper.yaml",
+                        "--replace-workflow-config")
+    return config, jobs
+
+
+def test_paper_config_asks_for_gpus_on_model_rules_only(paper_plan):
+    config, jobs = paper_plan
+    rules = {rule for rule, _, _ in jobs}
+    assert {"generate", "judge", "debate_round", "prepare_data", "predict", "analyze", "manifest"} <= rules
+    for rule, wildcards, res in jobs:
+        if rule in MODEL_RULES:
+            spec = config["models"][model_of(rule, wildcards, config)]
+            assert spec["backend"] == "vllm"
+            gpus = spec["tensor_parallel_size"]
+            assert res["gpu"] == str(gpus), (rule, wildcards, res)
+            assert res["mem_mb"] == str(GPU_DEFAULTS["mem_mb_per_gpu"] * gpus), (rule, res)
+            assert res["runtime"] == str(GPU_DEFAULTS["runtime"])
+            assert res["cpus_per_gpu"] == str(GPU_DEFAULTS["cpus_per_gpu"])
+        else:
+            assert res.get("gpu", "0") == "0", (rule, res)
+            assert "cpus_per_gpu" not in res, (rule, res)
+            # the profile's default resources
+            assert (res["mem_mb"], res["runtime"]) == ("4000", "60"), (rule, res)
+    # the judge (Qwen2.5-32B, tensor_parallel_size 2) asks for two GPUs on every job
+    judge = [res for rule, _, res in jobs if rule == "judge"]
+    assert len(judge) == 20 and {r["gpu"] for r in judge} == {"2"}
+
+
+def test_model_resources_follow_each_backbone_and_overrides(workdir):
+    """A vllm backbone with overrides, a CPU backbone beside it, and LMAD's model stages."""
+    models = {
+        "big": {"backend": "vllm", "model": "org/big", "tensor_parallel_size": 2,
+                "resources": {"mem_mb": 90000, "runtime": 240, "cpus_per_gpu": 4}},
+        "small": {"backend": "vllm", "model": "org/small"},
+        "cpu": {"backend": "transformers", "model": "org/cpu", "resources": {"mem_mb": 6000}},
+    }
+    config = make_config(workdir, n=1, models=models, backbones=("big", "small", "cpu"),
+                         methods=("cot", "sc", "lmad", "mad"), lmad={"iterations": 1})
+    config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
+    config["judge"]["model"] = "small"
+    write_config(workdir, config)
+    jobs = planned_jobs("--profile", str(SLURM_PROFILE), "--directory", str(workdir), "--snakefile",
+                        str(REPO / "Snakefile"), "--configfile", str(workdir / "config.yaml"))
+    rules = {rule for rule, _, _ in jobs}
+    assert MODEL_RULES <= rules, MODEL_RULES - rules
+    want = {
+        "big": {"gpu": "2", "mem_mb": "90000", "runtime": "240", "cpus_per_gpu": "4"},
+        "small": {"gpu": "1", "mem_mb": "32000", "runtime": "720", "cpus_per_gpu": "8"},
+        # not on a GPU: its own mem_mb; no runtime of its own (the cluster's default)
+        "cpu": {"gpu": "0", "mem_mb": "6000"},
+    }
+    for rule, wildcards, res in jobs:
+        if rule in MODEL_RULES:
+            got = {k: res[k] for k in ("gpu", "mem_mb", "runtime", "cpus_per_gpu") if k in res}
+            assert got == want[model_of(rule, wildcards, config)], (rule, wildcards, res)
+        else:
+            assert res.get("gpu", "0") == "0" and (res["mem_mb"], res["runtime"]) == ("4000", "60"), (rule, res)
+
+    # locally, the default profile's pool of one GPU caps every job at one slot
+    local = planned_jobs("--profile", str(LOCAL_PROFILE), "--directory", str(workdir), "--snakefile",
+                         str(REPO / "Snakefile"), "--configfile", str(workdir / "config.yaml"))
+    assert {res.get("gpu", "0") for _, _, res in local} == {"0", "1"}
+
+
+def test_cpu_only_config_keeps_the_profile_defaults(workdir):
+    make_config(workdir, n=1)
+    jobs = planned_jobs("--profile", str(SLURM_PROFILE), "--directory", str(workdir), "--snakefile",
+                        str(REPO / "Snakefile"), "--configfile", str(workdir / "config.yaml"))
+    for rule, _, res in jobs:
+        assert res.get("gpu", "0") == "0" and (res["mem_mb"], res["runtime"]) == ("4000", "60"), (rule, res)
+        assert "cpus_per_gpu" not in res
+
+
+def test_profiles_settings():
+    slurm = yaml.safe_load((SLURM_PROFILE / "config.yaml").read_text())
+    assert slurm["executor"] == "slurm"
+    assert slurm["slurm-status-command"] == "squeue"
+    # squeue sees a finished job for MinJobAge (default 300 s); the plugin needs >= 3 x this
+    assert 3 * slurm["slurm-init-seconds-before-status-checks"] <= 300
+    # partition and account are the user's to give (profile or CLI), never the workflow's
+    assert not {"slurm_partition", "slurm_account"} & set(slurm["default-resources"])
+    for path in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]:
+        assert not re.search(r"slurm_(partition|account)", path.read_text()), path
+    local = yaml.safe_load((LOCAL_PROFILE / "config.yaml").read_text())
+    assert "executor" not in local and local["resources"]["gpu"] == 1
+
+
+def test_pinned_slurm_plugin_knows_the_status_command():
+    plugin = pytest.importorskip("snakemake_executor_plugin_slurm")
+    from dataclasses import fields
+    from importlib.metadata import version
+
+    names = {f.name for f in fields(plugin.ExecutorSettings)}
+    assert {"status_command", "init_seconds_before_status_checks"} <= names
+    pins = re.findall(r'"snakemake-executor-plugin-slurm==([\d.]+)"', (REPO / "pyproject.toml").read_text())
+    assert pins and set(pins) == {version("snakemake-executor-plugin-slurm")}
+
+
+# ---- run manifest
+
+
+def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
+    from lmad import __version__
+
+    config = make_config(workdir, n=1)
+    config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
+    write_config(workdir, config)
+    snakemake(workdir)
+    manifest = json.loads((workdir / "results" / "manifest.json").read_text())
+    assert re.fullmatch(r"[0-9a-f]{64}", manifest["config_sha256"])
+    assert manifest["package_version"] == __version__
+    assert manifest["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}", manifest["git_commit"])
+    # generate cot, generate proposals and judge each loaded the (scripted) model once
+    assert manifest["model_loads"] == {"scripted": 3}
+    assert manifest["models"]["scripted"] == {"backend": "scripted", "stage_logs": 3, "loads": 3}
+
+    # stages whose calls are all cached never load the model, and a config change reruns
+    # the manifest: the new one counts no loads under a new config hash
+    config["analysis"]["bootstrap_resamples"] = 100
+    write_config(workdir, config)
+    snakemake(workdir, "--forcerun", "generate")
+    again = json.loads((workdir / "results" / "manifest.json").read_text())
+    assert again["models"]["scripted"] == {"backend": "scripted", "stage_logs": 3, "loads": 0}
+    assert again["config_sha256"] != manifest["config_sha256"]

@@ -1,0 +1,293 @@
+"""The workflow on a real SLURM cluster (marker `slurm`): a one-node cluster on this
+machine — munged, slurmctld and slurmd from Debian's `slurm-wlm` (installed with apt when
+missing; needs root) — runs the demo DAG with the test double through
+`--profile workflow/profiles/slurm`.
+
+Checks: every non-local job went through sbatch and finished COMPLETED in SLURM's own
+books, no local rule was submitted, the manifest counts the model loads, and a rule that
+fails inside a SLURM job fails the run. The cluster has no accounting (no slurmdbd), so
+the profile's `slurm-status-command: squeue` is what lets the run finish at all.
+
+The daemons this module starts (and only those) are stopped by pid at its end.
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, make_config, write_config
+
+pytestmark = pytest.mark.slurm
+
+SLURM_PROFILE = REPO / "workflow" / "profiles" / "slurm"
+DAEMONS = {"slurmctld": "/usr/sbin/slurmctld", "slurmd": "/usr/sbin/slurmd", "munged": "/usr/sbin/munged"}
+CLIENTS = ["sbatch", "squeue", "sinfo", "scontrol", "srun", "scancel"]
+# rules whose jobs go to SLURM in the cot+sc DAG; everything else is a localrule
+REMOTE_RULES = {"generate", "judge"}
+INIT_CHECK_S = 2  # --slurm-init-seconds-before-status-checks; MinJobAge below is 300 >= 3 x this
+SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (\S+?)\)")
+
+
+def _run(cmd, timeout=60, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def _installed():
+    return all(Path(p).exists() for p in DAEMONS.values()) and all(shutil.which(c) for c in CLIENTS)
+
+
+def _install_slurm():
+    """apt-get install slurm-wlm munge (~20 s); None on success, else why not."""
+    if _installed():
+        return None
+    if shutil.which("apt-get") is None:
+        return "SLURM is not installed and there is no apt-get to install it"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "slurm-wlm", "munge"]
+    proc = _run(install, timeout=900, env=env)
+    if proc.returncode != 0:  # stale or missing package lists
+        _run(["apt-get", "update", "-q"], timeout=900, env=env)
+        proc = _run(install, timeout=900, env=env)
+    if proc.returncode != 0 or not _installed():
+        return f"`apt-get install slurm-wlm munge` failed: {(proc.stdout + proc.stderr)[-600:]}"
+    return None
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _mem_total_mb():
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    raise RuntimeError("no MemTotal in /proc/meminfo")
+
+
+def _wait_for(check, timeout, what, logs=()):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if check():
+            return
+        time.sleep(0.3)
+    tails = "\n".join(f"--- {p}:\n{Path(p).read_text()[-2000:] if Path(p).exists() else '(none)'}" for p in logs)
+    raise RuntimeError(f"timed out after {timeout} s waiting for {what}\n{tails}")
+
+
+def _start_munged(root: Path):
+    """The system munged when one answers already; else start one as user munge, in the
+    foreground, so its pid is the one to stop. Returns the process started, or None."""
+    if _run(["munge", "-n"]).returncode == 0:
+        return None
+    run_dir = Path("/run/munge")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    shutil.chown(run_dir, "munge", "munge")
+    run_dir.chmod(0o755)
+    if not Path("/etc/munge/munge.key").exists():
+        _run(["runuser", "-u", "munge", "--", "/usr/sbin/mungekey", "--create"], check=True)
+    log = open(root / "munged.out", "w")
+    proc = subprocess.Popen([DAEMONS["munged"], "--foreground"], user="munge", group="munge", extra_groups=[],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(lambda: proc.poll() is None and _run(["munge", "-n"]).returncode == 0, 20, "munged",
+                  logs=[root / "munged.out", "/var/log/munge/munged.log"])
+    except RuntimeError:
+        _stop(proc)
+        raise
+    return proc
+
+
+def _stop(proc, timeout=15):
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout)
+
+
+SLURM_CONF = """\
+ClusterName=lmadtest
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+MpiDefault=none
+SwitchType=switch/none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SlurmdParameters=config_overrides
+DefMemPerCPU={def_mem}
+MinJobAge=300
+ReturnToService=2
+InactiveLimit=0
+KillWait=5
+Waittime=0
+SlurmctldTimeout=30
+SlurmdTimeout=30
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/slurmctld.pid
+SlurmdPidFile={root}/slurmd.pid
+SlurmctldLogFile={root}/slurmctld.log
+SlurmdLogFile={root}/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={real_mem} State=UNKNOWN
+PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A one-node SLURM cluster; yields the environment its clients need."""
+    if os.geteuid() != 0:
+        pytest.skip("the SLURM test needs root (it installs slurm-wlm and starts munged, slurmctld, slurmd)")
+    why = _install_slurm()
+    if why:
+        pytest.skip(why)
+    pytest.importorskip("snakemake_executor_plugin_slurm",
+                        reason='the SLURM executor plugin is missing: pip install -e ".[slurm]"')
+    root = tmp_path_factory.mktemp("slurm")
+    root.chmod(0o755)
+    for sub in ("state", "spool"):
+        (root / sub).mkdir()
+    host = _run(["hostname", "-s"]).stdout.strip() or socket.gethostname().split(".")[0]
+    real_mem = _mem_total_mb() // 2
+    conf = root / "slurm.conf"
+    conf.write_text(SLURM_CONF.format(host=host, root=root, ctld_port=_free_port(), slurmd_port=_free_port(),
+                                      cpus=len(os.sched_getaffinity(0)), real_mem=real_mem,
+                                      def_mem=min(1000, real_mem // 4)))
+    # snakemake-executor-plugin-slurm-jobstep (0.6.1) drops every SLURM_* variable, SLURM_CONF
+    # included, before the `srun` that runs a job; on a real cluster srun finds
+    # /etc/slurm/slurm.conf. This cluster's config lives here, so jobs get an srun that
+    # knows where (README "Run on SLURM": SLURM_CONF is not passed into jobs).
+    shim = root / "bin"
+    shim.mkdir()
+    (shim / "srun").write_text(f'#!/bin/sh\nSLURM_CONF="${{SLURM_CONF:-{conf}}}" exec {shutil.which("srun")} "$@"\n')
+    (shim / "srun").chmod(0o755)
+    env = {**os.environ, "SLURM_CONF": str(conf), "PATH": f"{shim}{os.pathsep}{os.environ.get('PATH', '')}"}
+    started = []
+    try:
+        started.append(_start_munged(root))
+        for daemon, extra in (("slurmctld", ["-i"]), ("slurmd", ["-N", host])):
+            out = open(root / f"{daemon}.out", "w")
+            started.append(subprocess.Popen([DAEMONS[daemon], "-D", "-f", str(conf), *extra], env=env,
+                                            stdout=out, stderr=subprocess.STDOUT))
+
+        def node_idle():
+            if any(p is not None and p.poll() is not None for p in started):
+                raise RuntimeError("a SLURM daemon exited: " + "\n".join(
+                    (root / f).read_text()[-2000:] for f in ("slurmctld.out", "slurmd.out", "slurmctld.log", "slurmd.log")
+                    if (root / f).exists()))
+            state = _run(["sinfo", "-h", "-o", "%T"], env=env, timeout=20).stdout.split()
+            return state == ["idle"]
+
+        _wait_for(node_idle, 60, "the node to come up idle",
+                  logs=[root / "slurmctld.log", root / "slurmd.log", root / "slurmd.out"])
+        yield {"env": env, "root": root, "real_mem": real_mem}
+    finally:
+        if any(p is not None and p.poll() is None for p in started[1:]):
+            _run(["scancel", "--full", "--user", "root"], env=env, timeout=30)
+        for proc in reversed(started):
+            _stop(proc)
+
+
+def run_on_slurm(cluster, workdir, *extra, timeout=900):
+    args = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+            "--configfile", str(workdir / "config.yaml"), "--profile", str(SLURM_PROFILE),
+            "--slurm-init-seconds-before-status-checks", str(INIT_CHECK_S), "--slurm-keep-successful-logs",
+            "--latency-wait", "10", "--local-cores", "1"]
+    if cluster["real_mem"] < 3 * 4000:  # the profile's default mem_mb would not fit this node
+        args += ["--default-resources", f"mem_mb={cluster['real_mem'] // 4}", "runtime=60"]
+    env = {**cluster["env"], "LMAD_ALLOW_TEST_DOUBLE": "1"}
+    start = time.time()
+    proc = subprocess.run([*args, *extra], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+    proc.seconds = time.time() - start
+    return proc
+
+
+def slurm_states(cluster, job_ids):
+    out = _run(["squeue", "--states=all", "-h", "-o", "%i %T", "--jobs", ",".join(job_ids)], env=cluster["env"]).stdout
+    return dict(line.split() for line in out.splitlines() if line.strip())
+
+
+def planned_counts(output):
+    """Jobs per rule, from Snakemake's 'Job stats' table."""
+    table = output.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE)}
+
+
+@pytest.fixture(scope="module")
+def workdir_on_slurm(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("slurm_run")
+    config = make_config(workdir, n=2, methods=("cot", "sc"))
+    config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
+    write_config(workdir, config)
+    return workdir
+
+
+def test_demo_dag_runs_through_sbatch(cluster, workdir_on_slurm):
+    workdir = workdir_on_slurm
+    proc = run_on_slurm(cluster, workdir)
+    out = proc.stdout + proc.stderr
+    print(f"SLURM run took {proc.seconds:.0f} s")
+    assert proc.returncode == 0, out[-8000:]
+
+    submitted = SUBMITTED.findall(out)
+    rules = Counter(re.search(r"slurm_logs/rule_(\w+)/", log).group(1) for _, log in submitted)
+    planned = planned_counts(out)
+    # every non-local job was submitted once, and no local rule was
+    assert rules == Counter({r: n for r, n in planned.items() if r in REMOTE_RULES}), (rules, planned)
+    # Snakemake itself ran the light rules here, as localrules
+    local = set(re.findall(r"^localrule (\w+):", out, flags=re.MULTILINE))
+    assert local == set(planned) - REMOTE_RULES >= {"all", "prepare_data", "predict", "analyze", "plot_accuracy",
+                                                    "manifest"}
+    assert set(re.findall(r"^rule (\w+):", out, flags=re.MULTILINE)) == REMOTE_RULES
+
+    job_ids = [job_id for job_id, _ in submitted]
+    assert len(set(job_ids)) == len(job_ids)
+    assert slurm_states(cluster, job_ids) == {j: "COMPLETED" for j in job_ids}
+    for _, log in submitted:  # kept by --slurm-keep-successful-logs
+        assert (workdir / log).is_file(), log
+
+    assert (workdir / "results" / "scripted" / "analysis" / "table.md").stat().st_size > 0
+    manifest = json.loads((workdir / "results" / "manifest.json").read_text())
+    # generate cot, generate proposals and judge: one model load each, in their SLURM jobs
+    assert manifest["model_loads"] == {"scripted": 3}
+
+
+def test_a_failing_job_fails_the_run(cluster, workdir_on_slurm):
+    workdir = workdir_on_slurm
+    prompt = workdir / "prompts" / "judge.txt"
+    prompt.write_text(prompt.read_text().replace("$prediction", "$no_such_field"))
+    proc = run_on_slurm(cluster, workdir)
+    out = proc.stdout + proc.stderr
+    print(f"failing SLURM run took {proc.seconds:.0f} s")
+    assert proc.returncode != 0, out[-6000:]
+    submitted = SUBMITTED.findall(out)
+    assert {re.search(r"slurm_logs/rule_(\w+)/", log).group(1) for _, log in submitted} == {"judge"}
+    job_ids = [job_id for job_id, _ in submitted]
+    assert set(slurm_states(cluster, job_ids).values()) == {"FAILED"}
+    assert "Error in rule judge" in out and "failed" in out
+    assert "no_such_field" in (workdir / "logs" / "scripted" / "hotpotqa" / "judge.log").read_text()

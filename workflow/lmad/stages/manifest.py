@@ -1,0 +1,114 @@
+"""Rule ``manifest``: what produced the current results — ``results/manifest.json``.
+
+Records the hash of the run's config, the package version, the git commit of the
+workflow checkout (when it is a git checkout) and, per model, how many stage jobs loaded
+it. Every model stage logs ``cache hits=… misses=… model_loaded=True|False`` once
+(``CachedBackend.stats``); the model is built only on the first cache miss, so
+``model_loaded=True`` is one engine start for an embedded backend (``vllm``,
+``transformers``) and one client of the shared server for ``openai`` (the server itself
+loaded the weights once). A job that reruns overwrites its log, so the counts are those
+of the latest run of every job behind the current results.
+
+Which logs are read: ``logs/{backbone}/{dataset}/…`` of the configured backbones and
+datasets, skipping method folders of methods no longer configured. ``judge.log`` counts
+for the judge model, every other log for its backbone.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import subprocess
+from pathlib import Path
+
+from .. import __version__
+
+log = logging.getLogger(__name__)
+
+_STATS = re.compile(r"model_loaded=(True|False)")
+
+
+def config_sha256(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def git_state(repo: str) -> dict:
+    """Commit and dirtiness of the checkout, read-only (no index refresh); None outside git."""
+    def git(*args: str) -> str | None:
+        try:
+            proc = subprocess.run(["git", "-c", f"safe.directory={repo}", "--no-optional-locks", "-C", repo, *args],
+                                  capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return proc.stdout if proc.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"git_commit": None, "git_dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit.strip(), "git_dirty": None if status is None else bool(status.strip())}
+
+
+def stage_logs(logs_dir: Path, backbones: list[str], datasets: list[str], methods: list[str]) -> list[Path]:
+    """Logs of the configured backbones × datasets; a subfolder is a method's and is read
+    only while that method is configured."""
+    found = []
+    for backbone in backbones:
+        for dataset in datasets:
+            root = logs_dir / backbone / dataset
+            for path in sorted(root.rglob("*.log")):
+                parts = path.relative_to(root).parts
+                if len(parts) > 1 and parts[0] not in methods:
+                    continue
+                found.append(path)
+    return found
+
+
+def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[str, int]]:
+    """Per model: stage logs with a cache-stats line, and how many of them loaded it."""
+    counts: dict[str, dict[str, int]] = {}
+    for path in logs:
+        model = judge if path.name == "judge.log" else path.relative_to(logs_dir).parts[0]
+        for loaded in _STATS.findall(path.read_text(errors="replace")):
+            entry = counts.setdefault(model, {"stage_logs": 0, "loads": 0})
+            entry["stage_logs"] += 1
+            entry["loads"] += loaded == "True"
+    return counts
+
+
+def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenance: dict,
+             logs_dir: str = "logs") -> None:
+    backbones, judge = list(config["backbones"]), config["judge"]["model"]
+    logs_root = Path(logs_dir)
+    logs = stage_logs(logs_root, backbones, list(config["datasets"]), list(config["methods"]))
+    counts = count_loads(logs, logs_root, judge)
+    models = {}
+    for name in dict.fromkeys([*backbones, judge]):
+        entry = counts.get(name, {"stage_logs": 0, "loads": 0})
+        models[name] = {"backend": config["models"][name]["backend"], **entry}
+    try:
+        import snakemake
+
+        snakemake_version = getattr(snakemake, "__version__", None)
+    except ImportError:  # pragma: no cover - always there inside a rule
+        snakemake_version = None
+    record = {
+        "config_sha256": config_sha256(config),
+        "package_version": __version__,
+        **git_state(repo),
+        "snakemake_version": snakemake_version,
+        "backbones": backbones,
+        "judge": judge,
+        "model_loads": {name: m["loads"] for name, m in models.items()},
+        "models": models,
+        "stage_logs_read": len(logs),
+        "tables": sorted(tables),
+    }
+    out = Path(manifest)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(out)
+    log.info("manifest: config %s, model loads %s (%d stage logs)", record["config_sha256"][:16],
+             record["model_loads"], len(logs))
