@@ -14,6 +14,7 @@ include: "rules/analysis.smk"
 include: "rules/lmad.smk"
 include: "rules/debate.smk"
 include: "rules/manifest.smk"
+include: "rules/paper.smk"
 
 
 rule all:

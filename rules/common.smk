@@ -200,7 +200,10 @@ def model_sizing(name):
     profile's default resources unless its ``resources:`` entry sets them."""
     spec = config["models"][name]
     own = dict(spec.get("resources", {}))
+    if spec["backend"] != "vllm" and own.get("gpu", 0) != 0:
+        raise ValueError(f"config models.{name}.resources.gpu: only vllm models run on GPUs")
     gpus = own.pop("gpu", spec.get("tensor_parallel_size", 1)) if spec["backend"] == "vllm" else 0
+    own.pop("gpu", None)
     if gpus == 0:
         return {"gpu": 0, **own}
     return {
@@ -224,3 +227,83 @@ def model_resources(name=None):
     keys = sorted(set().union(*(model_sizing(b) for b in config["backbones"])))
     return {key: _backbone_resource(key) for key in keys}
 
+
+
+# ---- Paper tables, figures and trace viewer (rules/paper.smk): Parquet of every backbone in,
+# results/paper/ out. Each helper lists only what exists for the configured methods.
+
+PAPER_GATE_METHODS = ["lmad", "lmad-concrete", "lmad-always"]
+
+
+def paper_setting(key):
+    return config["paper"][key]
+
+
+def paper_columns():
+    """Table 1 columns: the configured list, restricted to methods this run has."""
+    return [m for m in paper_setting("columns") if m in config["methods"]]
+
+
+def paper_judgments(wildcards=None):
+    backbones = [wildcards.backbone] if wildcards is not None and "backbone" in wildcards.keys() else config["backbones"]
+    return expand("results/{backbone}/{dataset}/judgments.parquet", backbone=backbones, dataset=config["datasets"])
+
+
+def paper_predictions(wildcards=None):
+    return [p for b in config["backbones"] for d in config["datasets"] for p in predictions_of(b, d)]
+
+
+def paper_questions(wildcards=None):
+    return expand("results/data/{dataset}.parquet", dataset=config["datasets"])
+
+
+def paper_proposals(wildcards=None):
+    return expand("results/{backbone}/{dataset}/samples/proposals.parquet", backbone=config["backbones"],
+                  dataset=config["datasets"])
+
+
+def paper_traces(methods=None):
+    """Input function: LMAD trace tables of the given LMAD methods (default: all configured)."""
+
+    def traces(wildcards):
+        backbones = [wildcards.backbone] if "backbone" in wildcards.keys() else config["backbones"]
+        wanted = [m for m in (methods or PAPER_GATE_METHODS) if m in config["methods"]]
+        return expand("results/{backbone}/{dataset}/{method}/trace.parquet", backbone=backbones,
+                      dataset=config["datasets"], method=wanted)
+
+    return traces
+
+
+def paper_rounds(wildcards):
+    """Every round{t}.parquet of every configured debate method (one backbone when the rule has one)."""
+    backbones = [wildcards.backbone] if "backbone" in wildcards.keys() else config["backbones"]
+    return [f"results/{b}/{d}/{m}/round{t}.parquet" for b in backbones for d in config["datasets"]
+            for m in config["methods"] if m in DEBATE_PROTOCOLS for t in range(debate_setting(m).rounds + 1)]
+
+
+def paper_outputs():
+    """Everything rule paper builds under results/paper/."""
+    out = [f"results/paper/{name}.{ext}" for name in ("table1", "cost", "headroom") for ext in ("csv", "md")]
+    out += ["results/paper/table1.tex", "results/paper/accuracy.png", "results/paper/pareto.png"]
+    if all(m in config["methods"] for m in PAPER_GATE_METHODS):
+        out += ["results/paper/table2.csv", "results/paper/table2.md", "results/paper/table2.tex"]
+    if any(m in DEBATE_PROTOCOLS for m in config["methods"]):
+        out += ["results/paper/rounds.png", "results/paper/dynamics.csv", "results/paper/dynamics.md"]
+    if "lmad" in config["methods"]:
+        out.append("results/paper/lmad_trace.png")
+    return out + expand("results/paper/viewer/{backbone}.html", backbone=config["backbones"])
+
+
+def paper_code(*functions):
+    """Short hash of the source of the functions (dotted names) that make one paper artifact.
+    As a rule param it reruns that rule alone when its code changes (params are a rerun trigger;
+    the 2-line script is the same for every paper rule)."""
+    import hashlib
+    import importlib
+    import inspect
+
+    digest = hashlib.sha256()
+    for name in functions:
+        where, _, attr = name.rpartition(".")
+        digest.update(inspect.getsource(getattr(importlib.import_module(where), attr)).encode())
+    return digest.hexdigest()[:16]

@@ -175,3 +175,11 @@ def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
     again = json.loads((workdir / "results" / "manifest.json").read_text())
     assert again["models"]["scripted"] == {"backend": "scripted", "stage_logs": 3, "loads": 0}
     assert again["config_sha256"] != manifest["config_sha256"]
+
+
+def test_a_gpu_for_a_non_vllm_model_is_refused(workdir):
+    config = make_config(workdir, n=1)
+    config["models"]["scripted"]["resources"] = {"gpu": 1}
+    write_config(workdir, config)
+    proc = snakemake(workdir, "--dry-run", check=False)
+    assert proc.returncode != 0 and "models.scripted.resources.gpu" in proc.stdout + proc.stderr

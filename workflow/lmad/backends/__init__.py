@@ -38,6 +38,8 @@ def backend_identity(spec: dict[str, Any]) -> str:
     """The model identity in cache keys, computed without loading the model."""
     if spec["backend"] == "scripted":
         return f"{spec.get('name', 'scripted')}@test-double"
+    if spec["backend"] == "openai":  # a served model: only a configured revision fingerprints it
+        return model_identity(spec["name"], None, spec.get("revision"))
     return model_identity(spec["name"], spec.get("model"), spec.get("revision"))
 
 

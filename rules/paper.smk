@@ -1,0 +1,249 @@
+# Paper tables, figures and trace viewer (README "Paper tables and figures"): Parquet of every
+# backbone in, results/paper/ out, no model calls. One rule per table / figure, so editing one
+# function's code reruns only its rule (`snakemake paper`).
+
+
+localrules:
+    paper,
+    paper_table1,
+    paper_table2,
+    paper_cost,
+    paper_headroom,
+    paper_fig_accuracy,
+    paper_fig_pareto,
+    paper_fig_rounds,
+    paper_fig_trace,
+    paper_viewer,
+    paper_dynamics,
+
+
+rule paper:
+    input:
+        paper_outputs(),
+
+
+rule paper_table1:
+    input:
+        judgments=paper_judgments(),
+    output:
+        csv="results/paper/table1.csv",
+        md=report("results/paper/table1.md", caption="../config/report/paper_table1.rst", category="Paper"),
+        tex="results/paper/table1.tex",
+    log:
+        "logs/paper/table1.log",
+    params:
+        code=paper_code(
+            "lmad.stages.paper.table1",
+            "lmad.paper.tables.table1_block",
+            "lmad.paper.tables.table1_markdown",
+            "lmad.paper.tables.table1_latex",
+            "lmad.paper.tables.fmt",
+        ),
+        backbones=config["backbones"],
+        datasets=list(config["datasets"]),
+        columns=paper_columns(),
+        baselines=paper_setting("baselines"),
+        target="lmad",
+        bootstrap_resamples=paper_setting("bootstrap_resamples"),
+        seed=config["seed"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_table1.py"
+
+
+rule paper_table2:
+    input:
+        judgments=paper_judgments(),
+        traces=paper_traces(["lmad"]),
+    output:
+        csv="results/paper/table2.csv",
+        md=report("results/paper/table2.md", caption="../config/report/paper_table2.rst", category="Paper"),
+        tex="results/paper/table2.tex",
+    log:
+        "logs/paper/table2.log",
+    params:
+        code=paper_code(
+            "lmad.stages.paper.table2",
+            "lmad.stages.paper.gate_activated",
+            "lmad.paper.tables.table2_block",
+        ),
+        backbones=config["backbones"],
+        datasets=list(config["datasets"]),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_table2.py"
+
+
+rule paper_cost:
+    input:
+        predictions=paper_predictions(),
+    output:
+        csv="results/paper/cost.csv",
+        md=report("results/paper/cost.md", caption="../config/report/paper_cost.rst", category="Paper"),
+    log:
+        "logs/paper/cost.log",
+    params:
+        code=paper_code("lmad.stages.paper.cost_table"),
+        backbones=config["backbones"],
+        datasets=list(config["datasets"]),
+        methods=config["methods"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_cost.py"
+
+
+rule paper_headroom:
+    input:
+        questions=paper_questions(),
+        proposals=paper_proposals(),
+        judgments=paper_judgments(),
+    output:
+        csv="results/paper/headroom.csv",
+        md=report("results/paper/headroom.md", caption="../config/report/paper_headroom.rst", category="Paper"),
+    log:
+        "logs/paper/headroom.log",
+    params:
+        code=paper_code(
+            "lmad.stages.paper.headroom_table",
+            "lmad.stages.paper.headroom_frame",
+            "lmad.paper.headroom.question_flags",
+            "lmad.paper.headroom.summarize",
+        ),
+        backbones=config["backbones"],
+        methods=config["methods"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_headroom.py"
+
+
+rule paper_fig_accuracy:
+    input:
+        judgments=paper_judgments(),
+    output:
+        png=report("results/paper/accuracy.png", caption="../config/report/paper_accuracy.rst", category="Paper"),
+        pdf="results/paper/accuracy.pdf",
+    log:
+        "logs/paper/fig_accuracy.log",
+    params:
+        code=paper_code("lmad.stages.paper.fig_accuracy", "lmad.paper.figures.accuracy"),
+        backbones=config["backbones"],
+        datasets=list(config["datasets"]),
+        methods=config["methods"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_fig_accuracy.py"
+
+
+rule paper_fig_pareto:
+    input:
+        judgments=paper_judgments(),
+        predictions=paper_predictions(),
+    output:
+        png=report("results/paper/pareto.png", caption="../config/report/paper_pareto.rst", category="Paper"),
+        pdf="results/paper/pareto.pdf",
+    log:
+        "logs/paper/fig_pareto.log",
+    params:
+        code=paper_code("lmad.stages.paper.fig_pareto", "lmad.paper.figures.pareto"),
+        backbones=config["backbones"],
+        datasets=list(config["datasets"]),
+        methods=config["methods"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_fig_pareto.py"
+
+
+rule paper_fig_rounds:
+    input:
+        questions=paper_questions(),
+        rounds=paper_rounds,
+    output:
+        png=report("results/paper/rounds.png", caption="../config/report/paper_rounds.rst", category="Paper"),
+        pdf="results/paper/rounds.pdf",
+    log:
+        "logs/paper/fig_rounds.log",
+    params:
+        code=paper_code(
+            "lmad.stages.paper.fig_rounds",
+            "lmad.paper.figures.rounds",
+            "lmad.paper.dynamics.dynamics",
+        ),
+        backbones=config["backbones"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_fig_rounds.py"
+
+
+rule paper_fig_trace:
+    input:
+        traces=paper_traces(["lmad"]),
+        judgments=paper_judgments(),
+        questions=paper_questions(),
+    output:
+        png=report("results/paper/lmad_trace.png", caption="../config/report/paper_trace.rst", category="Paper"),
+        pdf="results/paper/lmad_trace.pdf",
+    log:
+        "logs/paper/fig_trace.log",
+    params:
+        code=paper_code(
+            "lmad.stages.paper.fig_trace",
+            "lmad.paper.figures.lmad_trace",
+            "lmad.paper.figures.select_trace_questions",
+        ),
+        trace_questions=paper_setting("trace_questions"),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_fig_trace.py"
+
+
+rule paper_viewer:
+    input:
+        questions=paper_questions(),
+        judgments=paper_judgments,
+        traces=paper_traces(),
+        rounds=paper_rounds,
+    output:
+        html=report("results/paper/viewer/{backbone}.html", caption="../config/report/paper_viewer.rst",
+                    category="Paper"),
+    log:
+        "logs/paper/viewer_{backbone}.log",
+    params:
+        code=paper_code(
+            "lmad.stages.paper.viewer",
+            "lmad.paper.viewer.collect",
+            "lmad.paper.viewer.render",
+        ),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_viewer.py"
+
+
+rule paper_dynamics:
+    input:
+        questions=paper_questions(),
+        rounds=paper_rounds,
+    output:
+        csv="results/paper/dynamics.csv",
+        md=report("results/paper/dynamics.md", caption="../config/report/paper_dynamics.rst", category="Paper"),
+    log:
+        "logs/paper/dynamics.log",
+    params:
+        code=paper_code(
+            "lmad.stages.paper.dynamics_table",
+            "lmad.paper.dynamics.dynamics",
+            "lmad.paper.dynamics.correctness_by_round",
+        ),
+        backbones=config["backbones"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/paper_dynamics.py"

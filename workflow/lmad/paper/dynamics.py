@@ -1,0 +1,95 @@
+"""Debate dynamics of the debate baselines, from their round tables (EM against answer + aliases).
+
+For one method on one dataset, ``c[q][t][i]`` ∈ {0, 1} is whether agent i's answer to question q
+is correct after round t (a question that stopped early keeps its last answers). With K agents
+and rounds t = 0..R:
+
+    agent accuracy(t)      = mean over q, i of c[q][t][i]
+    majority accuracy(t)   = mean over q of [the majority_vote winner has > K/2 votes and is correct]
+    initial composition    = wrong majority (Σ_i c[q][0][i] < K/2), even split (= K/2), correct
+                             majority (> K/2); R-final accuracy = majority accuracy(R) within each
+    CPL  (Correction Preference Lift, unitless) =
+           P(c[t+1]=1 | c[t]=0) / P(c[t+1]=0 | c[t]=1)   over all agent transitions t → t+1
+           (correction rate over corruption rate; > 1: revisions favour correct answers; NaN
+           when no correct agent state exists, inf when there are corrections but no corruptions)
+    AME  (Asymmetric Majority Escape, percentage points) =
+           P(final majority correct | initial wrong majority) − P(final majority wrong | initial
+           correct majority)
+    CMP1vK (Correct-Minority Propagation, %) =
+           P(final majority correct | exactly one agent correct at round 0)   (CMP1v3 for K = 4)
+
+The TrueMAD summary names these metrics without formulas; the definitions above are this
+project's operationalization and are the ones tested.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..answers import exact_match, majority_vote
+from ..schemas import read_table
+
+
+def correctness_by_round(golds: dict, paths: list[str]) -> dict[str, list[tuple[list[int], int]]]:
+    """{qid: [(agent correct flags, strict-majority correct) per round]} for one method and dataset."""
+    dataset = Path(paths[0]).parts[-3]
+    last: dict[str, list[str]] = {}
+    out: dict[str, list] = {}
+    for path in paths:
+        s = read_table("samples", path).sort("qid", "agent")
+        for k, g in s.group_by("qid", maintain_order=True):
+            last[k[0]] = g["answer"].to_list()
+        for qid, answers in last.items():
+            gold = golds[(dataset, qid)]
+            winner, info = majority_vote(answers)
+            flags = [int(exact_match(a or "", gold)) for a in answers]
+            out.setdefault(qid, []).append((flags, int(info["strict_majority"] and bool(exact_match(winner, gold)))))
+    n = len(paths)
+    # a question first active after round 0 cannot happen; pad defensively to full length
+    return {q: rs for q, rs in out.items() if len(rs) == n}
+
+
+def _rate(num: int, den: int) -> float:
+    return 100 * num / den if den else math.nan
+
+
+def dynamics(per_q: dict[str, list[tuple[list[int], int]]]) -> dict:
+    rounds = len(next(iter(per_q.values()))) if per_q else 0
+    row: dict = {"n": len(per_q), "rounds": max(rounds - 1, 0)}
+    for t in range(rounds):
+        flags = [f for rs in per_q.values() for f in rs[t][0]]
+        row[f"agent_acc_r{t}"] = 100 * float(np.mean(flags)) if flags else math.nan
+        row[f"majority_acc_r{t}"] = 100 * float(np.mean([rs[t][1] for rs in per_q.values()]))
+    groups = {"wrong_majority": [], "even_split": [], "correct_majority": []}
+    one_correct = []
+    fix = fix_den = spoil = spoil_den = 0
+    for rs in per_q.values():
+        first, k = rs[0][0], len(rs[0][0])
+        right = sum(first)
+        key = "wrong_majority" if 2 * right < k else "even_split" if 2 * right == k else "correct_majority"
+        groups[key].append(rs[-1][1])
+        if right == 1:
+            one_correct.append(rs[-1][1])
+        for (a, _), (b, _) in zip(rs, rs[1:]):
+            for x, y in zip(a, b):
+                if x:
+                    spoil_den += 1
+                    spoil += 1 - y
+                else:
+                    fix_den += 1
+                    fix += y
+    for key, finals in groups.items():
+        row[f"n_{key}"] = len(finals)
+        row[f"final_acc_{key}"] = _rate(sum(finals), len(finals))
+    fix_rate, spoil_rate = (fix / fix_den if fix_den else math.nan), (spoil / spoil_den if spoil_den else math.nan)
+    row["cpl"] = (math.nan if math.isnan(fix_rate) or math.isnan(spoil_rate) else
+                  fix_rate / spoil_rate if spoil_rate else (math.inf if fix_rate else math.nan))
+    wm, cm = groups["wrong_majority"], groups["correct_majority"]
+    escape = _rate(sum(wm), len(wm))
+    lose = _rate(len(cm) - sum(cm), len(cm))
+    row["ame"] = escape - lose
+    row["cmp_1vK"] = _rate(sum(one_correct), len(one_correct))
+    row["n_one_correct"] = len(one_correct)
+    return row

@@ -1,0 +1,222 @@
+"""Paper figures (matplotlib, Agg): PNG + PDF, deterministic (fixed metadata, no timestamps)."""
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ..answers import exact_match, majority_vote
+from . import label
+from .dynamics import correctness_by_round, dynamics
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.hashsalt": "lmad", "pdf.compression": 6, "font.size": 8})
+    return plt
+
+
+def save(fig, png: str, pdf: str, title: str) -> None:
+    for path in (png, pdf):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=150, metadata={"Title": title, "Software": None})
+    fig.savefig(pdf, metadata={"Title": title, "Creator": None, "Producer": None, "CreationDate": None})
+    fig.clf()
+
+
+def wilson(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score 95% interval of a proportion (in [0, 1])."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def accuracy(judged: pl.DataFrame, png: str, pdf: str, backbones, datasets, methods) -> None:
+    """Judge accuracy per method and dataset, one panel per backbone, Wilson 95% CIs."""
+    plt = _plt()
+    fig, axes = plt.subplots(len(backbones), 1, figsize=(2.6 + 1.4 * len(datasets), 2.6 * len(backbones)),
+                             squeeze=False)
+    width = 0.8 / max(len(methods), 1)
+    for ax, b in zip(axes[:, 0], backbones):
+        for i, m in enumerate(methods):
+            ys, lo, hi = [], [], []
+            for d in datasets:
+                v = judged.filter((pl.col("backbone") == b) & (pl.col("dataset") == d) & (pl.col("method") == m))
+                v = v["judge_correct"].drop_nulls() if len(v) else pl.Series([], dtype=pl.Float64)
+                n, k = len(v), float(v.sum()) if len(v) else 0.0
+                p = 100 * k / n if n else 0.0
+                a, c = wilson(k, n)
+                ys.append(p)
+                lo.append(p - 100 * a if n else 0)
+                hi.append(100 * c - p if n else 0)
+            x = np.arange(len(datasets)) + (i - (len(methods) - 1) / 2) * width
+            ax.bar(x, ys, width, yerr=[lo, hi], capsize=1.5, label=label(m), error_kw={"lw": 0.6})
+        ax.set_xticks(np.arange(len(datasets)), [label(d) for d in datasets])
+        ax.set_ylabel("judge accuracy (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title(b)
+    axes[0, 0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    save(fig, png, pdf, "accuracy per method and dataset")
+
+
+def pareto(judged: pl.DataFrame, preds: pl.DataFrame, png: str, pdf: str, backbones, datasets, methods) -> None:
+    """Macro-averaged judge accuracy vs generated tokens per question; the Pareto front is drawn."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(backbones), figsize=(4 * len(backbones), 3.2), squeeze=False)
+    for ax, b in zip(axes[0], backbones):
+        pts = []
+        for m in methods:
+            acc = judged.filter((pl.col("backbone") == b) & (pl.col("method") == m)) \
+                .group_by("dataset").agg(pl.col("judge_correct").mean())
+            tok = preds.filter((pl.col("backbone") == b) & (pl.col("method") == m)) \
+                .group_by("dataset").agg(pl.col("completion_tokens").cast(pl.Float64).mean())
+            if acc.is_empty() or tok.is_empty():
+                continue
+            pts.append((float(tok["completion_tokens"].mean()), 100 * float(acc["judge_correct"].fill_null(0).mean()), m))
+        for x, y, m in pts:
+            ax.scatter(x, y, s=18)
+            ax.annotate(label(m), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        front, best = [], -1.0
+        for x, y, _ in sorted(pts):
+            if y > best:
+                front.append((x, y))
+                best = y
+        if front:
+            ax.step(*zip(*front), where="post", color="grey", lw=0.8, ls="--")
+        ax.set_xlabel("generated tokens / question")
+        ax.set_ylabel("judge accuracy (%, macro)")
+        ax.set_title(b)
+    fig.tight_layout()
+    save(fig, png, pdf, "accuracy vs generated tokens")
+
+
+def round_accuracy(golds: dict, paths: list[str]) -> list[dict]:
+    """Agent-level and strict-majority EM accuracy per round of one method on one dataset
+    (``lmad.paper.dynamics``: a question that stopped early keeps its last answers)."""
+    row = dynamics(correctness_by_round(golds, paths))
+    return [{"round": t, "agent_acc": row.get(f"agent_acc_r{t}", math.nan),
+             "majority_acc": row.get(f"majority_acc_r{t}", math.nan), "n": row["n"]} for t in range(len(paths))]
+
+
+def group_rounds(paths: list[str]) -> dict[tuple[str, str, str], list[str]]:
+    """round{t}.parquet files → {(backbone, dataset, method): paths in round order}."""
+    groups: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
+    for p in paths:
+        parts = Path(p).parts
+        t = int(re.fullmatch(r"round(\d+)\.parquet", parts[-1]).group(1))
+        groups.setdefault((parts[-4], parts[-3], parts[-2]), []).append((t, p))
+    return {k: [p for _, p in sorted(v)] for k, v in sorted(groups.items())}
+
+
+def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None:
+    """Round-wise accuracy of every debate method, macro-averaged over datasets."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(backbones), figsize=(4 * len(backbones), 3.2), squeeze=False)
+    curves: dict[tuple[str, str], list[list[dict]]] = {}
+    for (b, d, m), ps in group_rounds(paths).items():
+        curves.setdefault((b, m), []).append(round_accuracy(golds, ps))
+    for ax, b in zip(axes[0], backbones):
+        for (bb, m), per_ds in sorted(curves.items()):
+            if bb != b:
+                continue
+            n = min(len(c) for c in per_ds)
+            xs = list(range(n))
+            agent = [np.mean([c[t]["agent_acc"] for c in per_ds]) for t in xs]
+            major = [np.mean([c[t]["majority_acc"] for c in per_ds]) for t in xs]
+            line, = ax.plot(xs, agent, marker="o", ms=3, label=f"{label(m)} agent")
+            ax.plot(xs, major, marker="s", ms=3, ls="--", color=line.get_color(), label=f"{label(m)} majority")
+        ax.set_xlabel("round")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("EM accuracy (%, macro)")
+        ax.set_title(b)
+        ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    save(fig, png, pdf, "round-wise accuracy")
+
+
+def select_trace_questions(trace: pl.DataFrame, judged: pl.DataFrame, golds: dict, k: int) -> list[dict]:
+    """LMAD questions whose initial majority was wrong and LMAD's answer right (judge); otherwise
+    the first questions with a debate (a localized conflict)."""
+    t = trace.filter(pl.col("method") == "lmad").sort("backbone", "dataset", "qid", "iteration")
+    ok = {(r["backbone"], r["dataset"], r["qid"]) for r in
+          judged.filter((pl.col("method") == "lmad") & (pl.col("judge_correct") == 1.0)).to_dicts()}
+    debated, chosen = [], []
+    for key, g in t.group_by("backbone", "dataset", "qid", maintain_order=True):
+        first = g.row(0, named=True)
+        if first["conflict"] is None:
+            continue
+        debated.append(g)
+        vote = majority_vote(first["answers"])[0]
+        if key in ok and not exact_match(vote or "", golds.get((key[1], key[2]), [])):
+            chosen.append(g)
+    picked = (chosen + [g for g in debated if not any(g is c for c in chosen)])[:k]
+    return [{"backbone": g["backbone"][0], "dataset": g["dataset"][0], "qid": g["qid"][0],
+             "iterations": g.to_dicts()} for g in picked]
+
+
+def _box(ax, x, y, text, color, w=2.6, h=0.8):
+    ax.add_patch(__import__("matplotlib.patches", fromlist=["FancyBboxPatch"]).FancyBboxPatch(
+        (x, y - h / 2), w, h, boxstyle="round,pad=0.05", fc=color, ec="black", lw=0.4))
+    ax.text(x + w / 2, y, textwrap.shorten(text or "", 60), ha="center", va="center", fontsize=5, wrap=True)
+
+
+def lmad_trace(trace: pl.DataFrame, judged: pl.DataFrame, golds: dict, png: str, pdf: str, k: int) -> None:
+    """Figures 2–3 style: per selected question and its first debated iteration, each agent's chain
+    (committed state green, localized segment orange with the witness last, untouched grey), the
+    conflict, the debate positions and the repair with the guard's verdict."""
+    plt = _plt()
+    picked = select_trace_questions(trace, judged, golds, k)
+    if not picked:
+        fig, ax = plt.subplots(figsize=(4, 1))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no LMAD question with a localized conflict", ha="center")
+        save(fig, png, pdf, "LMAD trace")
+        return
+    heights = []
+    for q in picked:
+        it = next(i for i in q["iterations"] if i["conflict"] is not None)
+        heights.append(3 + max([len(c) for c in it["chains"]] + [1]) + len(it["committed_before"] or []))
+    fig, axes = plt.subplots(len(picked), 1, figsize=(9, 0.55 * sum(heights)), squeeze=False)
+    for ax, q, hgt in zip(axes[:, 0], picked, heights):
+        it = next(i for i in q["iterations"] if i["conflict"] is not None)
+        ax.set_xlim(-0.2, 3.2 * len(it["chains"]) + 3.4)
+        ax.set_ylim(-(hgt - 1.5), 1.5)
+        ax.axis("off")
+        ax.text(0, 1.1, textwrap.shorten(f"{q['backbone']} / {label(q['dataset'])} / {q['qid']} "
+                                         f"(iteration {it['iteration']}) — conflict: {it['conflict']}", 170),
+                fontsize=6, weight="bold")
+        for a, chain in enumerate(it["chains"]):
+            x = 3.2 * a
+            ax.text(x + 1.3, 0.45, f"agent {a}: {textwrap.shorten(it['answers'][a] or '', 30)}", ha="center", fontsize=6)
+            y = 0.0
+            for node in it["committed_before"] or []:
+                _box(ax, x, y, node, "#9be39b")
+                y -= 1
+            witness = (it["witness"] or [0] * len(it["chains"]))[a]
+            for t, node in enumerate(chain, start=1):
+                _box(ax, x, y, node, "#ffb35c" if t <= witness else "#dddddd")
+                y -= 1
+            pos = [p for p in (it["positions"] or [[]])[-1:][0]] if it["positions"] else []
+            if a < len(pos):
+                ax.text(x + 1.3, y - 0.1, textwrap.shorten("debate: " + (pos[a] or ""), 70), ha="center",
+                        fontsize=5, style="italic")
+        xr = 3.2 * len(it["chains"])
+        verdict = {True: "admitted", False: "rejected", None: "no repair"}[it["admitted"]]
+        ax.text(xr, 0.45, f"repair ({verdict})", fontsize=6, weight="bold")
+        for j, node in enumerate(it["repair_nodes"] or []):
+            _box(ax, xr, -j, node, "#9be39b" if it["admitted"] else "#f4a6a6", w=3.2)
+    fig.tight_layout()
+    save(fig, png, pdf, "LMAD trace")

@@ -1,0 +1,113 @@
+"""A self-contained static HTML trace viewer of one backbone's run (no server, no network).
+
+The data is embedded as JSON in ``<script type="application/json">``; every ``<``, ``>`` and ``&``
+is written as a ``\\u00XX`` escape, so no question or model output can close the script
+element (``</script>``) or open a comment. Inline JS renders one question at a time: question,
+context, each method's prediction and judge decision, each debate method's rounds, and LMAD's
+iterations (chains with the localized segment, conflict, positions, repair, guard checks).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+
+from ..schemas import read_table
+from .figures import group_rounds
+
+
+def embed_json(data) -> str:
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
+        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def collect(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str]) -> list[dict]:
+    qs = {}
+    for p in questions:
+        for r in read_table("questions", p).to_dicts():
+            qs[(r["dataset"], r["qid"])] = {
+                "dataset": r["dataset"], "qid": r["qid"], "question": r["question"], "answer": r["answer"],
+                "aliases": r["aliases"], "context": [{"title": c["title"], "text": " ".join(c["sentences"])}
+                                                     for c in r["context"] or []],
+                "methods": {}, "debates": {}, "lmad": {}}
+    for p in judgments:
+        for r in read_table("judgments", p).to_dicts():
+            q = qs.get((r["dataset"], r["qid"]))
+            if q is not None:
+                q["methods"][r["method"]] = {k: r[k] for k in ("prediction", "judge_verdict", "judge_correct", "em",
+                                                               "judge_raw")}
+    for (_, d, m), paths in group_rounds(rounds).items():
+        for t, p in enumerate(paths):
+            for r in read_table("samples", p).sort("qid", "agent").to_dicts():
+                q = qs.get((d, r["qid"]))
+                if q is not None:
+                    q["debates"].setdefault(m, defaultdict(list))[t].append(
+                        {"agent": r["agent"], "answer": r["answer"], "response": r["response"]})
+    for p in traces:
+        for r in read_table("lmad_trace", p).sort("iteration").to_dicts():
+            q = qs.get((r["dataset"], r["qid"]))
+            if q is not None:
+                q["lmad"].setdefault(r["method"], []).append(r)
+    for q in qs.values():
+        q["debates"] = {m: [rs[t] for t in sorted(rs)] for m, rs in q["debates"].items()}
+    return [qs[k] for k in sorted(qs)]
+
+
+_CSS = """body{font:14px system-ui,sans-serif;margin:0;display:flex;height:100vh}
+#list{width:280px;overflow:auto;border-right:1px solid #ccc}#list div{padding:4px 8px;cursor:pointer;border-bottom:1px solid #eee}
+#list div.sel{background:#def}#main{flex:1;overflow:auto;padding:12px 20px}h2{margin:.2em 0}h3{margin:1em 0 .3em}
+.ok{color:#070}.bad{color:#b00}.node{display:inline-block;margin:2px;padding:2px 6px;border-radius:4px;border:1px solid #999}
+.committed{background:#9be39b}.segment{background:#ffb35c}.untouched{background:#ddd}.repair{background:#cde}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}
+details{margin:4px 0}pre{white-space:pre-wrap;margin:0}#filter{width:95%;margin:4px}"""
+
+_JS = r"""const DATA=JSON.parse(document.getElementById('data').textContent);
+function el(tag,attrs,...kids){const e=document.createElement(tag);for(const[k,v]of Object.entries(attrs||{}))e.setAttribute(k,v);
+for(const c of kids){if(c==null)continue;e.append(c instanceof Node?c:String(c));}return e;}
+function mark(c){return c===1?el('span',{class:'ok'},'✔'):c===0?el('span',{class:'bad'},'✘'):'–';}
+function chain(nodes,cls){const d=el('div');(nodes||[]).forEach((n,i)=>d.append(el('span',{class:'node '+cls(i)},n)));return d;}
+function show(i){document.querySelectorAll('#list div').forEach((d,j)=>d.classList.toggle('sel',j===i));
+const q=DATA.questions[i],m=document.getElementById('main');m.innerHTML='';
+m.append(el('h2',{id:'question'},q.question),el('div',{},'gold: ',el('b',{},q.answer),' ',(q.aliases||[]).join(' / '),' — ',q.dataset,' ',q.qid));
+const ctx=el('details',{},el('summary',{},'context ('+q.context.length+' paragraphs)'));
+q.context.forEach(c=>ctx.append(el('p',{},el('b',{},c.title+': '),c.text)));m.append(ctx);
+m.append(el('h3',{},'Predictions and judge'));const t=el('table',{},el('tr',{},el('th',{},'method'),el('th',{},'prediction'),el('th',{},'judge'),el('th',{},'EM')));
+for(const[k,v]of Object.entries(q.methods))t.append(el('tr',{},el('td',{},k),el('td',{},v.prediction),el('td',{title:v.judge_raw||''},mark(v.judge_correct),' ',v.judge_verdict||''),el('td',{},mark(v.em))));m.append(t);
+for(const[meth,rounds]of Object.entries(q.debates)){const d=el('details',{},el('summary',{},meth+': '+rounds.length+' rounds'));
+rounds.forEach((r,ri)=>{d.append(el('h4',{},'round '+ri));r.forEach(a=>d.append(el('details',{},el('summary',{},'agent '+a.agent+': '+a.answer),el('pre',{},a.response))));});m.append(d);}
+for(const[meth,its]of Object.entries(q.lmad)){m.append(el('h3',{},meth));
+its.forEach(it=>{const d=el('div',{class:'iteration'});d.append(el('h4',{},'iteration '+it.iteration+(it.agreed?' — agents agree':'')+(it.stop_reason?' — stop: '+it.stop_reason:'')));
+if((it.committed_before||[]).length)d.append(el('div',{},'committed: '),chain(it.committed_before,()=> 'committed'));
+(it.chains||[]).forEach((c,a)=>{const w=(it.witness||[])[a]||0;d.append(el('div',{},'agent '+a+' → '+(it.answers||[])[a]),chain(c,i=>i<w?'segment':'untouched'));});
+if(it.conflict)d.append(el('div',{},el('b',{},'conflict: '),it.conflict));
+(it.positions||[]).forEach((ps,r)=>d.append(el('div',{},el('b',{},'positions r'+r+': '),ps.join(' | '))));
+if((it.repair_nodes||[]).length){d.append(el('div',{},el('b',{},'repair ('+(it.admitted?'admitted':'rejected')+'):')),chain(it.repair_nodes,()=> 'repair'));
+d.append(el('div',{},'quotes: '+(it.quotes||[]).join(' | ')));}
+if((it.checks||[]).length){const ct=el('table');it.checks.forEach(c=>ct.append(el('tr',{},el('td',{},c.check),el('td',{},mark(c.passed?1:0)),el('td',{},c.required?'required':''),el('td',{},c.detail||''))));d.append(ct);}
+d.append(el('div',{},'prediction after: '+(it.prediction||'')));m.append(d);});}}
+const list=document.getElementById('list');
+DATA.questions.forEach((q,i)=>{const d=el('div',{},q.dataset+' '+q.qid);d.title=q.question;d.onclick=()=>show(i);list.append(d);});
+document.getElementById('filter').oninput=e=>{const s=e.target.value.toLowerCase();
+document.querySelectorAll('#list div').forEach((d,i)=>d.style.display=(d.title+d.textContent).toLowerCase().includes(s)?'':'none');};
+if(DATA.questions.length)show(0);"""
+
+
+def render(title: str, questions: list[dict]) -> str:
+    data = embed_json({"title": title, "questions": questions})
+    safe_title = re.sub(r"[<>&\"']", "", title)
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{safe_title}</title>"
+            f"<style>{_CSS}</style></head><body><nav><input id=\"filter\" placeholder=\"filter\">"
+            f"<div id=\"list\"></div></nav><main id=\"main\"></main>"
+            f"<script type=\"application/json\" id=\"data\">{data}</script><script>{_JS}</script></body></html>\n")
+
+
+def write(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str], html: str) -> None:
+    backbone = Path(judgments[0]).parts[-3] if judgments else ""
+    text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, traces, rounds))
+    Path(html).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(html).with_name(f".{Path(html).name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(html)

@@ -1,0 +1,289 @@
+"""Rule ``paper`` and its parts (rules/paper.smk): tables and figures of every backbone, from
+saved Parquet only — no model calls. Each function is one rule's job; inputs are file lists
+laid out as ``results/{backbone}/{dataset}/...`` (the backbone is read from the path).
+
+``code`` is the rule's ``paper_code(...)`` param — a hash of the functions that make the artifact,
+so that editing one figure's or table's code reruns only its rule; the functions ignore it."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ..paper import headroom as hr
+from ..paper import label
+from ..paper.tables import (AVG, fmt, latex, markdown, table1_block, table1_frame_rows, table1_latex,
+                            table1_markdown, table2_block)
+from ..schemas import read_table
+from ..stats import macro_average, paired_bootstrap_diff
+
+log = logging.getLogger(__name__)
+
+
+# ---- loading ----
+
+def _backbone(path: str, depth: int) -> str:
+    return Path(path).parts[-depth]
+
+
+def load(table: str, paths: list[str], depth: int) -> pl.DataFrame:
+    """Concatenate one table over files, adding ``backbone`` from each file's path."""
+    frames = [read_table(table, p).with_columns(pl.lit(_backbone(p, depth)).alias("backbone")) for p in paths]
+    return pl.concat(frames, how="vertical") if frames else pl.DataFrame()
+
+
+def load_judgments(paths: list[str]) -> pl.DataFrame:
+    return load("judgments", paths, 3)
+
+
+def _write(path: str, text: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _write_csv(path: str, rows: list[dict]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
+    pl.DataFrame(rows).write_csv(tmp)
+    tmp.replace(path)
+
+
+def accuracy_cells(judged: pl.DataFrame, backbone: str) -> dict[tuple[str, str], float]:
+    """Judge accuracy in percent per (dataset, method); unscored answers are left out."""
+    sub = judged.filter(pl.col("backbone") == backbone)
+    acc = sub.group_by("dataset", "method").agg(pl.col("judge_correct").mean())
+    return {(r["dataset"], r["method"]): 100 * r["judge_correct"] for r in acc.to_dicts()
+            if r["judge_correct"] is not None}
+
+
+def correctness(judged: pl.DataFrame, backbone: str, method: str, datasets: list[str]) -> dict[str, np.ndarray]:
+    """Per-dataset 0/1/NaN judge vectors sorted by question id (paired across methods)."""
+    sub = judged.filter((pl.col("backbone") == backbone) & (pl.col("method") == method)).sort("qid")
+    return {d: sub.filter(pl.col("dataset") == d)["judge_correct"].fill_null(float("nan")).to_numpy()
+            for d in datasets}
+
+
+# ---- Table 1 ----
+
+def table1(judgments: list[str], csv: str, md: str, tex: str, backbones: list[str], datasets: list[str],
+           columns: list[str], baselines: list[str], target: str, bootstrap_resamples: int, seed: int,
+           provenance: dict, code: str = "") -> None:
+    """Judge accuracy per backbone × dataset + Avg.; Δ = target − strongest baseline of the row, with
+    a paired-bootstrap 95% CI on the Avg. row (questions resampled within each dataset)."""
+    judged = load_judgments(judgments)
+    blocks, flat = [], []
+    for b in backbones:
+        block = table1_block(accuracy_cells(judged, b), datasets, columns, baselines, target)
+        avg = block[-1]
+        ci = None
+        if avg["strongest"] and avg["delta"] is not None:
+            try:
+                boot = paired_bootstrap_diff(correctness(judged, b, target, datasets),
+                                             correctness(judged, b, avg["strongest"], datasets),
+                                             n_resamples=bootstrap_resamples, seed=seed)
+                ci = (100 * boot["lo"], 100 * boot["hi"])
+            except ValueError as err:
+                log.warning("%s: no bootstrap CI: %s", b, err)
+        blocks.append((b, block, ci))
+        flat += table1_frame_rows(b, block, columns, ci)
+        log.info("%s: Avg. Δ %s vs %s, CI %s", b, fmt(avg["delta"], True), avg["strongest"], ci)
+    _write_csv(csv, flat)
+    note = (f"\nJudge accuracy (%). Avg. = macro-average over {len(datasets)} datasets. Δ = {label(target)} − "
+            "strongest baseline of the row (underlined; on Avg. rows the strongest macro-averaged baseline); "
+            f"bold = best overall. Avg. rows: paired-bootstrap 95% CI, {bootstrap_resamples} resamples, seed {seed}.\n")
+    _write(md, table1_markdown(blocks, columns) + note)
+    _write(tex, table1_latex(blocks, columns))
+
+
+# ---- Table 2 ----
+
+GATE_METHODS = ["lmad", "lmad-concrete", "lmad-always"]
+
+
+def gate_activated(traces: list[str]) -> pl.DataFrame:
+    """(backbone, dataset, qid) of questions where the strict policy rejected ≥ 1 candidate repair."""
+    trace = load("lmad_trace", traces, 4)
+    return (trace.filter((pl.col("method") == "lmad") & (pl.col("admitted") == False))  # noqa: E712
+            .select("backbone", "dataset", "qid").unique())
+
+
+def table2(judgments: list[str], traces: list[str], csv: str, md: str, tex: str, backbones: list[str],
+           datasets: list[str], provenance: dict, code: str = "") -> None:
+    judged = load_judgments(judgments)
+    subset = gate_activated(traces)
+    on_subset = judged.join(subset, on=["backbone", "dataset", "qid"], how="inner")
+    rows, flat = [], []
+    for b in backbones:
+        cells = accuracy_cells(on_subset, b)
+        n = {r["dataset"]: r["len"] for r in subset.filter(pl.col("backbone") == b).group_by("dataset").len().to_dicts()}
+        for row in table2_block(cells, datasets, GATE_METHODS):
+            d = row["dataset"]
+            size = n.get(d, 0) if d in datasets else sum(n.values())
+            rows.append([b, label(d), str(size), *[fmt(row["values"][m]) for m in GATE_METHODS]])
+            flat.append({"backbone": b, "dataset": d, "n": size, **{m: row["values"][m] for m in GATE_METHODS}})
+    header = ["Backbone", "Dataset", "n", *[f"{label(m)}" for m in GATE_METHODS]]
+    _write_csv(csv, flat)
+    _write(md, markdown(header, rows) + "\nJudge accuracy (%) on questions where Strict (lmad) rejected at least "
+           "one candidate repair; Macro Avg. over datasets with a non-empty subset.\n")
+    _write(tex, latex(header, rows))
+
+
+# ---- cost ----
+
+def cost_table(predictions: list[str], csv: str, md: str, backbones: list[str], datasets: list[str],
+               methods: list[str], provenance: dict, code: str = "") -> None:
+    """Calls, prompt and generated tokens per question: mean per dataset, then macro-average."""
+    preds = load("predictions", predictions, 4)
+    per = preds.group_by("backbone", "dataset", "method").agg(
+        pl.col("calls").cast(pl.Float64).mean(), pl.col("prompt_tokens").cast(pl.Float64).mean(),
+        pl.col("completion_tokens").cast(pl.Float64).mean())
+    rows, flat = [], []
+    for b in backbones:
+        for m in methods:
+            sub = per.filter((pl.col("backbone") == b) & (pl.col("method") == m))
+            if sub.is_empty():
+                continue
+            vals = {k: macro_average(dict(zip(sub["dataset"], sub[k]))) for k in
+                    ("calls", "prompt_tokens", "completion_tokens")}
+            flat.append({"backbone": b, "method": m, **{f"{k}_per_q": v for k, v in vals.items()}})
+            rows.append([b, label(m), f"{vals['calls']:.2f}", f"{vals['prompt_tokens']:.1f}",
+                         f"{vals['completion_tokens']:.1f}"])
+    _write_csv(csv, flat)
+    _write(md, markdown(["Backbone", "Method", "Calls / q", "Prompt tokens / q", "Generated tokens / q"], rows)
+           + "\nMean per question within each dataset, macro-averaged over datasets; every call a method "
+           "made is counted (the shared proposals included).\n")
+
+
+# ---- headroom ----
+
+def _golds(questions: list[str]) -> dict[tuple[str, str], list[str]]:
+    out = {}
+    for p in questions:
+        for r in read_table("questions", p).select("dataset", "qid", "answer", "aliases").to_dicts():
+            out[(r["dataset"], r["qid"])] = [r["answer"], *(r["aliases"] or [])]
+    return out
+
+
+def headroom_frame(questions: list[str], proposals: list[str], judgments: list[str],
+                   methods: list[str]) -> pl.DataFrame:
+    """One row per backbone × dataset × method (+ dataset 'Avg.' macro rows); identity asserted."""
+    golds = _golds(questions)
+    judged = load_judgments(judgments)
+    rows = []
+    for path in proposals:
+        b, d = _backbone(path, 4), Path(path).parts[-3]
+        props = read_table("samples", path).sort("qid", "agent")
+        answers = {k[0]: g["answer"].to_list() for k, g in props.group_by("qid", maintain_order=True)}
+        for m in methods:
+            sub = judged.filter((pl.col("backbone") == b) & (pl.col("dataset") == d) & (pl.col("method") == m))
+            if sub.is_empty():
+                continue
+            flags = [hr.question_flags(answers[r["qid"]], r["prediction"], golds[(d, r["qid"])])
+                     for r in sub.to_dicts()]
+            judge = sub["judge_correct"].mean()
+            rows.append({"backbone": b, "dataset": d, "method": m,
+                         **hr.summarize(flags, f"{b}/{d}/{m}", None if judge is None else 100 * judge)})
+    frame = pl.DataFrame(rows)
+    if frame.is_empty():
+        return frame
+    avg = (frame.group_by("backbone", "method", maintain_order=True)
+           .agg(pl.col("n").sum(), *[pl.col(c).mean() for c in frame.columns
+                                     if c not in ("backbone", "dataset", "method", "n")])
+           .with_columns(pl.lit(AVG).alias("dataset")).select(frame.columns))
+    for r in avg.to_dicts():  # macro rates are means of per-dataset rates: the identity is linear
+        if abs(r["gain"] - (r["recovered"] + r["new_correct"] - r["damage"])) > 1e-9:
+            raise hr.AccountingError(f"{r['backbone']}/Avg./{r['method']}: macro identity violated")
+    return pl.concat([frame, avg])
+
+
+def headroom_table(questions: list[str], proposals: list[str], judgments: list[str], csv: str, md: str,
+                   backbones: list[str], methods: list[str], provenance: dict, code: str = "") -> None:
+    methods = [m for m in methods if m != "cot"]
+    frame = headroom_frame(questions, proposals, judgments, methods)
+    _write_csv(csv, frame.to_dicts())
+    if frame.is_empty():
+        _write(md, "No method besides CoT: no headroom to account.\n")
+        return
+    avg = frame.filter(pl.col("dataset") == AVG)
+    cols = ["vote_acc", "hit_rate", "headroom", "recovered", "new_correct", "damage", "final_em", "gain", "judge_acc"]
+    rows = [[r["backbone"], label(r["method"]), *[fmt(r[c], signed=c == "gain") for c in cols]]
+            for b in backbones for m in methods for r in avg.filter((pl.col("backbone") == b) &
+                                                                      (pl.col("method") == m)).to_dicts()]
+    header = ["Backbone", "Method", "Round-0 vote", "Proposal hit", "Headroom", "Recovered", "New-correct",
+              "Damage", "Final (EM)", "Gain", "Judge acc."]
+    _write(md, markdown(header, rows) + "\n% of questions, macro-averaged over datasets. Correctness = normalized "
+           "EM against answer + aliases for proposals, vote and final; gain = final − vote = recovered + "
+           "new-correct − damage (asserted). Judge accuracy of the final answer beside it.\n")
+
+
+# ---- debate dynamics ----
+
+def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, backbones: list[str],
+                   provenance: dict, code: str = "") -> None:
+    """Per backbone × method (macro over datasets) and per dataset: round-wise agent / strict-majority
+    accuracy, R-final accuracy by initial composition, CPL, AME, CMP1vK (lmad.paper.dynamics)."""
+    from ..paper.dynamics import correctness_by_round, dynamics
+    from ..paper.figures import group_rounds
+
+    golds = _golds(questions)
+    rows = [{"backbone": b, "dataset": d, "method": m, **dynamics(correctness_by_round(golds, ps))}
+            for (b, d, m), ps in group_rounds(rounds).items()]
+    frame = pl.DataFrame(rows, infer_schema_length=None)
+    _write_csv(csv, frame.to_dicts() if len(frame) else [])
+    cols = ["final_acc_wrong_majority", "final_acc_even_split", "final_acc_correct_majority", "cpl", "ame", "cmp_1vK"]
+    out = []
+    for b in backbones:
+        for m in (frame.filter(pl.col("backbone") == b)["method"].unique(maintain_order=True) if len(frame) else []):
+            sub = frame.filter((pl.col("backbone") == b) & (pl.col("method") == m))
+            rounds_ = [c for c in sub.columns if c.startswith("agent_acc_r")]
+            curve = " → ".join(f"{fmt(float(np.nanmean(sub[c].to_numpy())))}/"
+                               f"{fmt(float(np.nanmean(sub[c.replace('agent', 'majority')].to_numpy())))}"
+                               for c in rounds_)
+            vals = [fmt(float(np.nanmean(sub[c].cast(pl.Float64).to_numpy())) if sub[c].is_not_nan().any() else None)
+                    for c in cols]
+            out.append([b, label(m), curve, *vals])
+    header = ["Backbone", "Method", "Agent / majority acc. per round", "R-final: wrong maj.", "R-final: even split",
+              "R-final: correct maj.", "CPL", "AME (pp)", "CMP1vK (%)"]
+    _write(md, markdown(header, out) + "\nEM accuracy (%), mean over datasets of per-dataset values (NaN "
+           "groups skipped). CPL = P(wrong→right) / P(right→wrong) over agent transitions between rounds; AME = "
+           "P(final majority right | initial wrong majority) − P(final majority wrong | initial correct majority); "
+           "CMP1vK = P(final majority right | exactly one agent right at round 0) — formulas in "
+           "lmad/paper/dynamics.py.\n")
+
+
+# ---- figures / viewer: lmad.paper.figures, lmad.paper.viewer ----
+
+def fig_accuracy(judgments: list[str], png: str, pdf: str, backbones: list[str], datasets: list[str],
+                 methods: list[str], provenance: dict, code: str = "") -> None:
+    from ..paper import figures
+    figures.accuracy(load_judgments(judgments), png, pdf, backbones, datasets, methods)
+
+
+def fig_pareto(judgments: list[str], predictions: list[str], png: str, pdf: str, backbones: list[str],
+               datasets: list[str], methods: list[str], provenance: dict, code: str = "") -> None:
+    from ..paper import figures
+    figures.pareto(load_judgments(judgments), load("predictions", predictions, 4), png, pdf, backbones,
+                   datasets, methods)
+
+
+def fig_rounds(questions: list[str], rounds: list[str], png: str, pdf: str, backbones: list[str],
+               provenance: dict, code: str = "") -> None:
+    from ..paper import figures
+    figures.rounds(_golds(questions), rounds, png, pdf, backbones)
+
+
+def fig_trace(traces: list[str], judgments: list[str], questions: list[str], png: str, pdf: str,
+              trace_questions: int, provenance: dict, code: str = "") -> None:
+    from ..paper import figures
+    figures.lmad_trace(load("lmad_trace", traces, 4), load_judgments(judgments), _golds(questions), png, pdf,
+                       trace_questions)
+
+
+def viewer(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str], html: str,
+           provenance: dict, code: str = "") -> None:
+    from ..paper import viewer as v
+    v.write(questions, judgments, traces, rounds, html)
