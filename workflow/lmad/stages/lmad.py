@@ -91,9 +91,16 @@ def generate(questions: str, prompt: str, samples: str, model: dict, cache_dir: 
              "seed": (sd := derive_seed(seed, s["qid"], agent)),
              "request": solver_request(solver, qs[s["qid"]], t, sd, max_tokens, committed=s["committed"])}
             for s in active for agent, t in enumerate(temperatures)]
-    rows = sample_rows(open_backend(model, cache_dir), jobs) if jobs else []
+    backend = open_backend(model, cache_dir) if jobs else None
+    rows = sample_rows(backend, jobs) if backend else []
     write_table("samples", rows, samples, provenance)
-    log.info("iteration %d: %d active questions, %d solver calls", iteration, len(active), len(jobs))
+    log.info("iteration %d: %d active questions, %d solver calls; %s", iteration, len(active), len(jobs),
+             _stats(backend))
+
+
+def _stats(backend) -> str:
+    """The cache-stats line the run manifest counts model loads from."""
+    return backend.stats() if backend else "no model calls"
 
 
 def extract(questions: str, samples: str, prompt: str, chains: str, model: dict, cache_dir: str, iteration: int,
@@ -105,7 +112,8 @@ def extract(questions: str, samples: str, prompt: str, chains: str, model: dict,
             if controller.needs_repair([r["answer"] for r in rows]) for r in rows]
     requests = [node_lib.extraction_request(extractor, qs[r["qid"]]["question"], r["response"], max_tokens,
                                             max_nodes, max_node_words) for r in todo]
-    completions = run_batch(open_backend(model, cache_dir), requests) if requests else []
+    backend = open_backend(model, cache_dir) if requests else None
+    completions = run_batch(backend, requests) if backend else []
     out = []
     for r, c in zip(todo, completions):
         chain = node_lib.build_chain(c.text, r["response"], r["answer"], max_nodes, max_node_words)
@@ -115,7 +123,7 @@ def extract(questions: str, samples: str, prompt: str, chains: str, model: dict,
                     "nodes": chain.nodes, "fallback": chain.fallback, **call_columns(c)})
     write_table("lmad_chains", out, chains, provenance)
     fallbacks = sum(bool(r["fallback"]) for r in out)
-    log.info("iteration %d: %d chains extracted (%d fallbacks)", iteration, len(out), fallbacks)
+    log.info("iteration %d: %d chains extracted (%d fallbacks); %s", iteration, len(out), fallbacks, _stats(backend))
 
 
 def localize(questions: str, chains: str, prompt: str, localizations: str, model: dict, cache_dir: str,
@@ -127,7 +135,8 @@ def localize(questions: str, chains: str, prompt: str, localizations: str, model
     groups = _by_qid(_table("lmad_chains", chains))
     requests = [localization_request(localizer, qs[qid], committed[qid], [r["nodes"] for r in rows],
                                      [r["answer"] for r in rows], max_tokens) for qid, rows in groups.items()]
-    completions = run_batch(open_backend(model, cache_dir), requests) if requests else []
+    backend = open_backend(model, cache_dir) if requests else None
+    completions = run_batch(backend, requests) if backend else []
     out = []
     for (qid, rows), c in zip(groups.items(), completions):
         chain_list = [r["nodes"] for r in rows]
@@ -135,7 +144,8 @@ def localize(questions: str, chains: str, prompt: str, localizations: str, model
         out.append(localization_row(qid, iteration, chain_list, loc, c.text) | call_columns(c))
     write_table("lmad_localizations", out, localizations, provenance)
     fell = sum(any(r["witness_fallback"]) for r in out)
-    log.info("iteration %d: %d conflicts localized (%d with a witness fallback)", iteration, len(out), fell)
+    log.info("iteration %d: %d conflicts localized (%d with a witness fallback); %s", iteration, len(out), fell,
+             _stats(backend))
 
 
 def debate(questions: str, localizations: str, prompt: str, positions: str, model: dict, cache_dir: str,
@@ -151,7 +161,8 @@ def debate(questions: str, localizations: str, prompt: str, positions: str, mode
     rows = run_debate(backend, load_prompt(prompt), items, iteration, rounds, temperatures, seed,
                       max_tokens) if backend else []
     write_table("lmad_positions", rows, positions, provenance)
-    log.info("iteration %d: %d questions debated, %d rounds, %d turns", iteration, len(items), rounds, len(rows))
+    log.info("iteration %d: %d questions debated, %d rounds, %d turns; %s", iteration, len(items), rounds, len(rows),
+             _stats(backend))
 
 
 def resolve(questions: str, localizations: str, positions: str, prompt: str, repairs: str, model: dict,
@@ -166,14 +177,15 @@ def resolve(questions: str, localizations: str, positions: str, prompt: str, rep
         final[r["qid"]][r["agent"]] = r["position"]  # the last round wins
     requests = [resolution_request(resolver, qs[r["qid"]], committed[r["qid"]], r["conflict"], final[r["qid"]],
                                    max_tokens) for r in locs]
-    completions = run_batch(open_backend(model, cache_dir), requests) if requests else []
+    backend = open_backend(model, cache_dir) if requests else None
+    completions = run_batch(backend, requests) if backend else []
     out = []
     for r, c in zip(locs, completions):
         rep = parse_repair(c.text)
         out.append({"qid": r["qid"], "iteration": iteration, "nodes": rep.nodes, "quotes": rep.quotes,
                     "raw_output": c.text, "parse_error": rep.parse_error, **call_columns(c)})
     write_table("lmad_repairs", out, repairs, provenance)
-    log.info("iteration %d: %d repairs proposed", iteration, len(out))
+    log.info("iteration %d: %d repairs proposed; %s", iteration, len(out), _stats(backend))
 
 
 def commit(questions: str, samples: str, repairs: str, commits: str, next_state: str, method: str,
