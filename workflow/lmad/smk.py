@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -62,4 +61,3 @@ def run_rule(smk, fn: Callable[..., None]) -> None:
     finally:
         logging.info("rule %s took %.1f s", smk.rule, time.time() - start)
         logging.shutdown()
-    sys.stdout.flush()

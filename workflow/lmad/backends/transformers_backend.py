@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 
 
 def constraint_grammar(compiler, constraint: dict):
-    """Compile a request's constraint with xgrammar (shared with no other backend)."""
+    """Compile a request's constraint to an xgrammar grammar over this tokenizer."""
     kind, value = next(iter(constraint.items()))
     if kind == "choice":
         return compiler.compile_regex("|".join(f"({re.escape(v)})" for v in value))
