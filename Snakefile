@@ -8,6 +8,7 @@ configfile: "config/config.yaml"
 
 include: "rules/common.smk"
 include: "rules/data.smk"
+include: "rules/shards.smk"
 include: "rules/generate.smk"
 include: "rules/judge.smk"
 include: "rules/analysis.smk"

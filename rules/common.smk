@@ -1,15 +1,58 @@
 import os
+import re
 
 from snakemake.utils import validate
 
 from lmad.protocols.debate import PROTOCOLS as DEBATE_PROTOCOLS, setting_of
+from lmad.stages.shards import shard_names
 
 
 validate(config, schema="../config/schema/config.schema.yaml")
 
 
+# Sharding (rules/shards.smk): with `shards: N` > 1 every question-level rule runs on the
+# shards {dataset}.shard{s} (the "work" datasets); prepare_data, shard_data and merge_shards
+# alone see the configured datasets (rule-level constraint DATASET_NAMES), and the judge
+# reads the merged tables of every configured dataset.
+SHARDS = config["shards"]
+DATASET_NAMES = "|".join(re.escape(d) for d in config["datasets"])
+WORK_DATASETS = [w for d in config["datasets"] for w in shard_names(d, SHARDS)]
+
+
+# Model stages over questions run one job per backbone (and shard s: the work datasets
+# {dataset}.shard{s}), covering every dataset in one batch.
+
+
+def job_datasets(wildcards=None):
+    """The work datasets of one stage job, in config order: patterns with a {shard}
+    wildcard (rule outputs), or concrete for a job's wildcards (input functions)."""
+    shard = "{shard}" if wildcards is None else getattr(wildcards, "shard", None)
+    return [d if SHARDS == 1 else f"{d}.shard{shard}" for d in config["datasets"]]
+
+
+def question_tables():
+    return [f"results/data/{w}.parquet" for w in job_datasets()]
+
+
+def sample_tables():
+    return [f"results/{{backbone}}/{w}/samples/{{stage}}.parquet" for w in job_datasets()]
+
+
+def proposal_tables(wildcards, repeat=1):
+    """The shared proposals of every dataset of the job (each ``repeat`` times in a row)."""
+    return [f"results/{wildcards.backbone}/{w}/samples/proposals.parquet" for w in job_datasets(wildcards)
+            for _ in range(repeat)]
+
+
+def job_log(family, name, folder="logs", ext="log"):
+    """Log (or benchmark) path of a per-backbone stage job."""
+    shard = "shard{shard}/" if SHARDS > 1 else ""
+    return f"{folder}/{{backbone}}/{family}/{shard}{name}.{ext}"
+
+
 wildcard_constraints:
-    dataset="|".join(config["datasets"]),
+    dataset="|".join(re.escape(w) for w in WORK_DATASETS),
+    shard=r"\d+",
     backbone="|".join(config["backbones"]),
     stage="cot|proposals",
     method="cot|sc",
@@ -78,8 +121,14 @@ def predictions_of(backbone, dataset):
     )
 
 
+def shard_parts(wildcards):
+    """A per-question table of a dataset, from each of its shards (rule merge_shards)."""
+    return [f"results/{wildcards.backbone}/{w}/{wildcards.table}.parquet" for w in shard_names(wildcards.dataset, SHARDS)]
+
+
 def judge_inputs(wildcards):
-    return predictions_of(wildcards.backbone, wildcards.dataset)
+    """Every method's predictions, dataset after dataset (the judge splits them evenly)."""
+    return [p for d in config["datasets"] for p in predictions_of(wildcards.backbone, d)]
 
 
 def analysis_judgments(wildcards):
@@ -102,7 +151,29 @@ def all_outputs():
     ) + ["results/manifest.json", *paper_outputs()]
 
 
-# ---- LMAD (rules/lmad.smk): iteration k of a method lives in results/{backbone}/{dataset}/{lmad_method}/iter{k}/
+# ---- LMAD (rules/lmad.smk): iteration k of a method lives in results/{backbone}/{dataset}/{method}/iter{k}/;
+# one stage job per (backbone, iteration) serves every (dataset, LMAD method) unit.
+
+LMAD_METHODS = [m for m in ("lmad", "lmad-concrete", "lmad-always") if m in config["methods"]]
+
+
+def lmad_units():
+    """The (dataset, method) pairs of an LMAD stage job, in the order of its path lists."""
+    return [[d, m] for d in config["datasets"] for m in LMAD_METHODS]
+
+
+def lmad_unit_questions():
+    return [q for q in question_tables() for _ in LMAD_METHODS]
+
+
+def lmad_paths(stage, backbone="{backbone}", iteration="{iteration}", wildcards=None):
+    """One stage's table of every unit, in lmad_units() order (wildcards kept unless given)."""
+    return [f"results/{backbone}/{w}/{m}/iter{iteration}/{stage}.parquet" for w in job_datasets(wildcards)
+            for m in LMAD_METHODS]
+
+
+def lmad_log(stage, folder="logs", ext="log"):
+    return job_log("lmad", f"iter{{iteration}}/{stage}", folder, ext)
 
 
 def lmad_dir(wildcards):
@@ -110,15 +181,15 @@ def lmad_dir(wildcards):
 
 
 def lmad_state(wildcards):
-    """The state entering iteration k: the previous commit's; none at k = 0 (all active, P empty)."""
+    """The states entering iteration k: the previous commit's; none at k = 0 (all active, P empty)."""
     k = int(wildcards.iteration)
-    return {"state": f"{lmad_dir(wildcards)}/iter{k - 1}/state.parquet"} if k > 0 else {}
+    return {"state": lmad_paths("state", wildcards.backbone, k - 1, wildcards)} if k > 0 else {}
 
 
 def lmad_generate_inputs(wildcards):
     """Iteration 0 reuses the shared self-consistency proposals: zero calls."""
     if int(wildcards.iteration) == 0:
-        return {"proposals": f"results/{wildcards.backbone}/{wildcards.dataset}/samples/proposals.parquet"}
+        return {"proposals": proposal_tables(wildcards, repeat=len(LMAD_METHODS))}
     return lmad_state(wildcards)
 
 
@@ -154,6 +225,16 @@ def debate_dir(wildcards):
     return f"results/{wildcards.backbone}/{wildcards.dataset}/{wildcards.debate_method}"
 
 
+def debate_round_tables_of(wildcards, name):
+    """``name`` (e.g. ``round2_state``) of the job's method on every dataset of the job."""
+    return [f"results/{wildcards.backbone}/{w}/{wildcards.debate_method}/{name}.parquet"
+            for w in job_datasets(wildcards)]
+
+
+def debate_round_outputs(suffix):
+    return [f"results/{{backbone}}/{w}/{{debate_method}}/round{{debate_round}}{suffix}.parquet" for w in job_datasets()]
+
+
 def debate_round_inputs(wildcards):
     """Round 0 of a protocol that opens like self-consistency, at the persona temperatures,
     is the shared proposals table (zero calls); round t >= 1 reads round t - 1. Plus the
@@ -162,10 +243,10 @@ def debate_round_inputs(wildcards):
     setting = debate_setting(method)
     inputs = {}
     if t == 0 and setting.shares_proposals:
-        inputs["proposals"] = f"results/{wildcards.backbone}/{wildcards.dataset}/samples/proposals.parquet"
+        inputs["proposals"] = proposal_tables(wildcards)
     elif t > 0:
-        inputs["previous"] = f"{debate_dir(wildcards)}/round{t - 1}.parquet"
-        inputs["previous_state"] = f"{debate_dir(wildcards)}/round{t - 1}_state.parquet"
+        inputs["previous"] = debate_round_tables_of(wildcards, f"round{t - 1}")
+        inputs["previous_state"] = debate_round_tables_of(wildcards, f"round{t - 1}_state")
     roles = DEBATE_PROTOCOLS[method].prompt_roles(t, t == setting.rounds, setting.manners, setting.shares_proposals)
     return inputs | {f"prompt_{role}": config["prompts"][role] for role in roles}
 
@@ -232,7 +313,7 @@ def model_resources(name=None):
 # ---- Paper tables, figures and trace viewer (rules/paper.smk): Parquet of every backbone in,
 # results/paper/ out. Each helper lists only what exists for the configured methods.
 
-PAPER_GATE_METHODS = ["lmad", "lmad-concrete", "lmad-always"]
+PAPER_GATE_METHODS = ["lmad", "lmad-concrete", "lmad-always"]  # Table 2 needs all three
 
 
 def paper_setting(key):

@@ -5,6 +5,8 @@ rule prepare_data:
         questions="results/data/{dataset}.parquet",
     log:
         "logs/prepare_data/{dataset}.log",
+    wildcard_constraints:
+        dataset=DATASET_NAMES,
     params:
         spec=lambda w: dataset_spec(w.dataset),
         base_dir=workflow.basedir,

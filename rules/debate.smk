@@ -1,7 +1,8 @@
 # Debate baselines and plug-ins (MAD, Consensus, promptMAD, TrueMAD, ComputeMAD,
-# Self-AdviceMAD, DMAD, TrueDMAD, dMAD): one job per method and round, each writing the
-# round's answers (samples), other calls (debate_steps) and per-question state
-# (debate_state) under results/{backbone}/{dataset}/{debate_method}/. Round 0 of the MAD
+# Self-AdviceMAD, DMAD, TrueDMAD, dMAD): one job per backbone, method and round (and
+# shard) covering every dataset in one batch per step, writing each dataset's round
+# answers (samples), other calls (debate_steps) and per-question state (debate_state)
+# under results/{backbone}/{dataset}/{debate_method}/. Round 0 of the MAD
 # family is the shared self-consistency proposals (zero calls). The protocols are data in
 # lmad.protocols.debate.methods; input functions live in rules/common.smk.
 
@@ -9,16 +10,16 @@
 rule debate_round:
     input:
         unpack(debate_round_inputs),
-        questions="results/data/{dataset}.parquet",
+        questions=question_tables(),
         weights=lambda w: model_files(w.backbone),
     output:
-        samples="results/{backbone}/{dataset}/{debate_method}/round{debate_round}.parquet",
-        steps="results/{backbone}/{dataset}/{debate_method}/round{debate_round}_steps.parquet",
-        state="results/{backbone}/{dataset}/{debate_method}/round{debate_round}_state.parquet",
+        samples=debate_round_outputs(""),
+        steps=debate_round_outputs("_steps"),
+        state=debate_round_outputs("_state"),
     log:
-        "logs/{backbone}/{dataset}/{debate_method}/round{debate_round}.log",
+        job_log("{debate_method}", "round{debate_round}"),
     benchmark:
-        "benchmarks/{backbone}/{dataset}/{debate_method}/round{debate_round}.tsv"
+        job_log("{debate_method}", "round{debate_round}", "benchmarks", "tsv")
     params:
         model=lambda w: model_spec(w.backbone),
         cache_dir=config["cache_dir"],

@@ -1,14 +1,20 @@
+# Independent solver samples: stage `cot` (one agent, temperature 0) and stage `proposals`
+# (the persona temperatures; the shared round 0 of SC, the MAD family and LMAD). One job
+# per backbone and stage (and shard) covers every dataset in one batch; `predict` votes
+# per dataset and method.
+
+
 rule generate:
     input:
-        questions="results/data/{dataset}.parquet",
+        questions=question_tables(),
         prompt=config["prompts"]["solver"],
         weights=lambda w: model_files(w.backbone),
     output:
-        samples="results/{backbone}/{dataset}/samples/{stage}.parquet",
+        samples=sample_tables(),
     log:
-        "logs/{backbone}/{dataset}/generate_{stage}.log",
+        job_log("generate", "{stage}"),
     benchmark:
-        "benchmarks/{backbone}/{dataset}/generate_{stage}.tsv"
+        job_log("generate", "{stage}", "benchmarks", "tsv")
     params:
         model=lambda w: model_spec(w.backbone),
         cache_dir=config["cache_dir"],

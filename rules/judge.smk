@@ -1,15 +1,19 @@
+# LLM judge (configurable model, deterministic decoding) plus official EM/F1: one job per
+# backbone judges every method's predictions on every dataset in one batch.
+
+
 rule judge:
     input:
-        questions="results/data/{dataset}.parquet",
+        questions=expand("results/data/{dataset}.parquet", dataset=config["datasets"]),
         predictions=judge_inputs,
         prompt=config["prompts"]["judge"],
         weights=model_files(config["judge"]["model"]),
     output:
-        judgments="results/{backbone}/{dataset}/judgments.parquet",
+        judgments=expand("results/{{backbone}}/{dataset}/judgments.parquet", dataset=config["datasets"]),
     log:
-        "logs/{backbone}/{dataset}/judge.log",
+        "logs/{backbone}/judge.log",
     benchmark:
-        "benchmarks/{backbone}/{dataset}/judge.tsv"
+        "benchmarks/{backbone}/judge.tsv"
     params:
         model=model_spec(config["judge"]["model"]),
         cache_dir=config["cache_dir"],

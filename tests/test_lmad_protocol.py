@@ -68,7 +68,7 @@ class Run:
         self.questions = str(tmp_path / "questions.parquet")
         write_table("questions", questions, self.questions)
         self.proposals = str(tmp_path / "samples" / "proposals.parquet")
-        generate_stage.generate(questions=self.questions, prompt=str(PROMPTS / "solver.txt"), samples=self.proposals,
+        generate_stage.generate(questions=[self.questions], prompt=str(PROMPTS / "solver.txt"), samples=[self.proposals],
                                 model=SPEC, cache_dir=str(tmp_path / "cache"), stage="proposals",
                                 temperatures=TEMPERATURES, max_tokens=64, seed=0, provenance={})
 
@@ -76,37 +76,44 @@ class Run:
         return str(self.dir / method / f"iter{k}" / f"{stage}.parquet")
 
     def __call__(self, method="lmad"):
-        common = {"model": SPEC, "cache_dir": str(self.dir / "cache"), "provenance": {}}
+        return self.jointly([method])[method]
+
+    def jointly(self, methods):
+        """The methods as units of one stage job per stage, like rules/lmad.smk runs them;
+        returns each method's predictions by qid."""
+        units = [["hotpotqa", m] for m in methods]
+        common = {"model": SPEC, "cache_dir": str(self.dir / "cache"), "provenance": {}, "units": units,
+                  "questions": [self.questions] * len(methods)}
         for k in range(self.iterations):
-            p = lambda stage: self.path(method, k, stage)  # noqa: E731
-            state = {"state": self.path(method, k - 1, "state")} if k else {}
-            source = {"proposals": self.proposals} if k == 0 else state
-            stages.generate(questions=self.questions, prompt=str(PROMPTS / "solver.txt"), samples=p("generate"),
-                            method=method, iteration=k, temperatures=TEMPERATURES, max_tokens=64, seed=0,
-                            **source, **common)
-            stages.extract(questions=self.questions, samples=p("generate"), prompt=str(PROMPTS / "extractor.txt"),
-                           chains=p("extract"), iteration=k, max_tokens=256, max_nodes=12, max_node_words=40,
-                           **common)
-            stages.localize(questions=self.questions, chains=p("extract"), prompt=str(PROMPTS / "localizer.txt"),
+            p = lambda stage: [self.path(m, k, stage) for m in methods]  # noqa: E731
+            state = {"state": [self.path(m, k - 1, "state") for m in methods]} if k else {}
+            source = {"proposals": [self.proposals] * len(methods)} if k == 0 else state
+            stages.generate(prompt=str(PROMPTS / "solver.txt"), samples=p("generate"), iteration=k,
+                            temperatures=TEMPERATURES, max_tokens=64, seed=0, **source, **common)
+            stages.extract(samples=p("generate"), prompt=str(PROMPTS / "extractor.txt"), chains=p("extract"),
+                           iteration=k, max_tokens=256, max_nodes=12, max_node_words=40, **common)
+            stages.localize(chains=p("extract"), prompt=str(PROMPTS / "localizer.txt"),
                             localizations=p("localize"), iteration=k, max_tokens=128, **state, **common)
-            stages.debate(questions=self.questions, localizations=p("localize"), prompt=str(PROMPTS / "debater.txt"),
-                          positions=p("debate"), iteration=k, rounds=self.rounds, temperatures=TEMPERATURES, seed=0,
-                          max_tokens=128, **state, **common)
-            stages.resolve(questions=self.questions, localizations=p("localize"), positions=p("debate"),
-                           prompt=str(PROMPTS / "resolver.txt"), repairs=p("resolve"), iteration=k, max_tokens=192,
-                           **state, **common)
-            stages.commit(questions=self.questions, samples=p("generate"), repairs=p("resolve"),
-                          commits=p("commit"), next_state=p("state"), method=method, iteration=k,
+            stages.debate(localizations=p("localize"), prompt=str(PROMPTS / "debater.txt"), positions=p("debate"),
+                          iteration=k, rounds=self.rounds, temperatures=TEMPERATURES, seed=0, max_tokens=128,
+                          **state, **common)
+            stages.resolve(localizations=p("localize"), positions=p("debate"), prompt=str(PROMPTS / "resolver.txt"),
+                           repairs=p("resolve"), iteration=k, max_tokens=192, **state, **common)
+            stages.commit(questions=common["questions"], samples=p("generate"), repairs=p("resolve"),
+                          commits=p("commit"), next_state=p("state"), units=units, iteration=k,
                           iterations=self.iterations, min_quote_words=3, provenance={}, **state)
-        tables = {s: [self.path(method, k, s) for k in range(self.iterations)]
-                  for s in ("generate", "extract", "localize", "debate", "resolve", "commit")}
-        out = self.dir / method / "predictions.parquet"
-        stages.predict(questions=self.questions, final_state=self.path(method, self.iterations - 1, "state"),
-                       samples=tables["generate"], chains=tables["extract"], localizations=tables["localize"],
-                       positions=tables["debate"], repairs=tables["resolve"], commits=tables["commit"],
-                       predictions=str(out), trace=str(self.dir / method / "trace.parquet"), method=method,
-                       provenance={})
-        return {p["qid"]: p for p in read_table("predictions", out).to_dicts()}
+        out = {}
+        for method in methods:
+            tables = {s: [self.path(method, k, s) for k in range(self.iterations)]
+                      for s in ("generate", "extract", "localize", "debate", "resolve", "commit")}
+            path = self.dir / method / "predictions.parquet"
+            stages.predict(questions=self.questions, final_state=self.path(method, self.iterations - 1, "state"),
+                           samples=tables["generate"], chains=tables["extract"], localizations=tables["localize"],
+                           positions=tables["debate"], repairs=tables["resolve"], commits=tables["commit"],
+                           predictions=str(path), trace=str(self.dir / method / "trace.parquet"), method=method,
+                           provenance={})
+            out[method] = {p["qid"]: p for p in read_table("predictions", path).to_dicts()}
+        return out
 
     def table(self, name, method, k, stage):
         return read_table(name, self.path(method, k, stage)).to_dicts()
@@ -379,3 +386,30 @@ def test_iteration_0_is_shared_by_the_three_policies(tmp_path, monkeypatch, meth
     gen0 = run.table("samples", method, 0, "generate")
     assert gen0 == read_table("samples", run.proposals).to_dicts()  # the proposals, verbatim
     assert {r["stage"] for r in gen0} == {"proposals"}
+
+
+def test_one_job_serves_the_three_policies_with_one_batch_per_stage(tmp_path, monkeypatch):
+    """rules/lmad.smk runs all policies in one job per stage: identical calls are made once,
+    each stage is one backend batch, and every policy ends exactly as when run alone."""
+    policies = ["lmad", "lmad-concrete", "lmad-always"]
+    responder = gore_responder(repair_quotes=["He was the grandson of Paul Gore"])
+    alone = {}
+    for m in policies:
+        solo = Run(tmp_path / m, monkeypatch, [GORE_Q], responder)
+        alone[m] = solo(m)
+    run = Run(tmp_path / "joint", monkeypatch, [GORE_Q], responder)
+    batches = []
+    generate = run.backend.generate
+    monkeypatch.setattr(run.backend, "generate", lambda reqs: batches.append(len(reqs)) or generate(reqs))
+    joint = run.jointly(policies)
+    for m in policies:
+        drop = ("cached",)
+        assert {q: {k: v for k, v in p.items() if k not in drop} for q, p in joint[m].items()} == \
+            {q: {k: v for k, v in p.items() if k not in drop} for q, p in alone[m].items()}, m
+    # iteration 0: extract, localize, debate (1 round), resolve: one batch each, holding the
+    # three policies' identical requests; iteration 1: strict stopped (guard rejected), and
+    # concrete and always regenerate from the same state and agree
+    assert batches == [9, 3, 9, 3, 6]
+    lone = Run(tmp_path / "count", monkeypatch, [GORE_Q], responder)
+    lone("lmad-concrete")
+    assert len(run.scripted.calls) == len(lone.scripted.calls)  # strict adds no call of its own

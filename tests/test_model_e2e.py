@@ -29,5 +29,5 @@ def test_real_model_answers_two_questions(workdir):
     snakemake(workdir, "--forcerun", "generate", timeout=600)
     after = pl.read_parquet(workdir / "results/smollm2-135m/hotpotqa/predictions/sc.parquet")
     assert before.equals(after)
-    log = (workdir / "logs/smollm2-135m/hotpotqa/generate_proposals.log").read_text()
+    log = (workdir / "logs/smollm2-135m/generate/proposals.log").read_text()
     assert "misses=0 model_loaded=False" in log

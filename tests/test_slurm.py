@@ -290,4 +290,4 @@ def test_a_failing_job_fails_the_run(cluster, workdir_on_slurm):
     job_ids = [job_id for job_id, _ in submitted]
     assert set(slurm_states(cluster, job_ids).values()) == {"FAILED"}
     assert "Error in rule judge" in out and "failed" in out
-    assert "no_such_field" in (workdir / "logs" / "scripted" / "hotpotqa" / "judge.log").read_text()
+    assert "no_such_field" in (workdir / "logs" / "scripted" / "judge.log").read_text()

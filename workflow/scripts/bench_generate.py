@@ -1,6 +1,6 @@
 """Benchmark: generated tokens/s of the `generate` stage vs the raw backend, same batch.
 
-    python workflow/scripts/bench_generate.py [--dataset hotpotqa] [--n 4] [--max-tokens 128]
+    python workflow/scripts/bench_generate.py [--dataset hotpotqa] [--n 4] [--max-tokens 128] [--batch-size 16]
 
 Needs the converted demo model (`snakemake --cores 2 resources/models/smollm2-135m`).
 The stage run uses an empty temporary cache, so it issues every call; the difference to
@@ -30,9 +30,11 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--model", default=str(REPO / "resources/models/smollm2-135m"))
+    ap.add_argument("--batch-size", type=int, default=16)
     args = ap.parse_args()
     temps = [0.1, 0.5, 0.9]
-    spec = {"name": "smollm2-135m", "backend": "transformers", "model": args.model, "threads": 2}
+    spec = {"name": "smollm2-135m", "backend": "transformers", "model": args.model, "threads": 2,
+            "batch_size": args.batch_size}
     qs = load_dataset_spec({"name": args.dataset, "source": "jsonl", "n": args.n, "seed": 0,
                             "path": f"data/demo/{args.dataset}.jsonl"}, REPO)
     prompt = REPO / "config/prompts/solver.txt"
@@ -52,7 +54,7 @@ def main() -> None:
         questions = Path(tmp) / "q.parquet"
         write_table("questions", qs, questions)
         t0 = time.perf_counter()
-        generate(questions=str(questions), prompt=str(prompt), samples=f"{tmp}/s.parquet", model=spec,
+        generate(questions=[str(questions)], prompt=str(prompt), samples=[f"{tmp}/s.parquet"], model=spec,
                  cache_dir=f"{tmp}/cache", stage="proposals", temperatures=temps, max_tokens=args.max_tokens,
                  seed=0, provenance={})
         stage_s = time.perf_counter() - t0

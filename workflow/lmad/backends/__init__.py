@@ -43,9 +43,9 @@ def backend_identity(spec: dict[str, Any]) -> str:
     return model_identity(spec["name"], spec.get("model"), spec.get("revision"))
 
 
-# Calls per cache write: small where calls run one by one (progress survives a kill),
+# Calls per cache write: one decode batch for transformers (progress survives a kill),
 # large where the engine needs the whole batch at once for throughput.
-CHUNK_BY_BACKEND = {"transformers": 4, "vllm": 4096, "openai": 512, "scripted": 16}
+CHUNK_BY_BACKEND = {"transformers": 16, "vllm": 4096, "openai": 512, "scripted": 16}
 
 
 def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size: int | None = None) -> CachedBackend:

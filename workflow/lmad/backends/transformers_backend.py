@@ -1,4 +1,13 @@
-"""Embedded CPU backend: transformers, one process, structured outputs via xgrammar."""
+"""Embedded CPU backend: transformers, one process, structured outputs via xgrammar.
+
+Decoding is our own loop over the model's forward pass rather than ``generate``:
+on CPU a 135M model's decode step is memory-bound, so a batch of rows costs little
+more than one row (measured on 2 cores: 118 ms/step for 1 row, 284 ms/step for 16),
+but ``generate`` draws every row from one global RNG. Here each row samples from its
+own ``torch.Generator`` seeded by its request, and carries its own temperature,
+token budget, stop strings and grammar, so a request's output does not depend on the
+settings of the rows it shares a batch with.
+"""
 from __future__ import annotations
 
 import json
@@ -22,8 +31,24 @@ def constraint_grammar(compiler, constraint: dict):
     return compiler.compile_json_schema(json.dumps(value), any_whitespace=False)
 
 
+class _Row:
+    """Decoding state of one request in a batch."""
+
+    def __init__(self, req: ChatRequest, prompt_len: int, matcher, torch):
+        self.req = req
+        self.prompt_len = prompt_len
+        self.matcher = matcher
+        self.tokens: list[int] = []  # text tokens (a final stop token is counted, not decoded)
+        self.count = 0
+        self.done = False
+        self.finish = "length"
+        self.gen = None
+        if req.temperature > 0:
+            self.gen = torch.Generator().manual_seed(req.seed)
+
+
 class TransformersBackend(Backend):
-    def __init__(self, name: str, model: str, batch_size: int = 1, threads: int | None = None,
+    def __init__(self, name: str, model: str, batch_size: int = 16, threads: int | None = None,
                  dtype: str = "float32", revision: str | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -33,21 +58,23 @@ class TransformersBackend(Backend):
         self.torch = torch
         self.model_id = model_identity(name, model, revision)
         self.tok = AutoTokenizer.from_pretrained(model)
-        self.tok.padding_side = "left"
-        if self.tok.pad_token is None:
-            self.tok.pad_token = self.tok.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype))
         self.model.eval()
         self.batch_size = batch_size
+        self.vocab = self.model.config.vocab_size
+        self.stop_ids = {t for t in (self.tok.eos_token_id, self.tok.pad_token_id) if t is not None}
+        self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
         self._compiler = None
 
-    def _grammar(self, constraint: dict):
-        if self._compiler is None:
-            import xgrammar as xgr
+    def _matcher(self, constraint: dict | None):
+        if not constraint:
+            return None
+        import xgrammar as xgr
 
-            info = xgr.TokenizerInfo.from_huggingface(self.tok, vocab_size=self.model.config.vocab_size)
+        if self._compiler is None:
+            info = xgr.TokenizerInfo.from_huggingface(self.tok, vocab_size=self.vocab)
             self._compiler = xgr.GrammarCompiler(info)
-        return constraint_grammar(self._compiler, constraint)
+        return xgr.GrammarMatcher(constraint_grammar(self._compiler, constraint))
 
     def _prompt_ids(self, req: ChatRequest) -> list[int]:
         return self.tok.apply_chat_template(req.chat(), add_generation_prompt=True, tokenize=True,
@@ -55,53 +82,94 @@ class TransformersBackend(Backend):
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         encoded = [self._prompt_ids(r) for r in requests]
-        # Similar lengths together: less padding when batch_size > 1.
+        # Similar lengths together: less padding in each batch.
         order = sorted(range(len(requests)), key=lambda i: len(encoded[i]))
         out: list[Completion | None] = [None] * len(requests)
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
-            for i, c in zip(idx, self._generate_batch([requests[i] for i in idx], [encoded[i] for i in idx])):
+            for i, c in zip(idx, self._decode([requests[i] for i in idx], [encoded[i] for i in idx])):
                 out[i] = c
         return out  # type: ignore[return-value]
 
-    def _generate_batch(self, reqs: list[ChatRequest], ids: list[list[int]]) -> list[Completion]:
+    def _decode(self, reqs: list[ChatRequest], ids: list[list[int]]) -> list[Completion]:
         torch = self.torch
-        from transformers import LogitsProcessorList
-
+        rows = [_Row(r, len(x), self._matcher(r.constraint), torch) for r, x in zip(reqs, ids)]
         width = max(map(len, ids))
-        pad = self.tok.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids])
-        attention = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids])
-        head = reqs[0]
-        # A batch shares sampling settings; per-request seeds are exact with batch_size 1.
-        torch.manual_seed(head.seed)
-        processors = LogitsProcessorList()
-        if any(r.constraint for r in reqs):
-            from xgrammar.contrib.hf import LogitsProcessor
+        input_ids = torch.tensor([[self.pad] * (width - len(x)) + x for x in ids])
+        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids])
+        # left padding: positions count real tokens only
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        bitmask = None
+        if any(r.matcher for r in rows):
+            import xgrammar as xgr
 
-            grammars = [self._grammar(r.constraint or {"regex": r"[\s\S]*"}) for r in reqs]
-            processors.append(LogitsProcessor(grammars))
-        sample = head.temperature > 0
+            bitmask = xgr.allocate_token_bitmask(len(rows), self.vocab)
+        cache, live = None, list(range(len(rows)))
         with torch.inference_mode():
-            gen = self.model.generate(
-                input_ids=input_ids, attention_mask=attention,
-                max_new_tokens=max(r.max_tokens for r in reqs),
-                do_sample=sample, temperature=head.temperature if sample else None,
-                top_p=None, top_k=None, pad_token_id=pad,
-                logits_processor=processors,
-                stop_strings=list(head.stop) or None, tokenizer=self.tok if head.stop else None,
-            )
-        results = []
-        for row, req, prompt in zip(gen[:, width:], reqs, ids):
-            tokens = row.tolist()
-            eos = [k for k, t in enumerate(tokens) if t in (self.tok.eos_token_id, pad)]
-            n = eos[0] if eos else len(tokens)
-            text = self.tok.decode(tokens[:n], skip_special_tokens=True)
-            finish = "stop" if eos or n < req.max_tokens else "length"
-            for s in req.stop:
-                if s in text:
-                    text, finish = text[: text.index(s)], "stop"
-            results.append(Completion(text=text, prompt_tokens=len(prompt),
-                                      completion_tokens=min(n + bool(eos), req.max_tokens),
-                                      finish_reason=finish))
-        return results
+            while True:
+                out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                                 past_key_values=cache, use_cache=True, logits_to_keep=1)
+                cache = out.past_key_values
+                logits = out.logits[:, -1, : self.vocab].float()
+                nxt = self._pick([rows[i] for i in live], logits, bitmask)
+                keep = [k for k, i in enumerate(live) if not rows[i].done]
+                if not keep:
+                    break
+                if len(keep) < len(live):  # finished rows leave the batch (and the KV cache)
+                    cache.batch_select_indices(torch.tensor(keep))
+                    mask, positions = mask[keep], positions[keep]
+                    nxt = [nxt[k] for k in keep]
+                    live = [live[k] for k in keep]
+                input_ids = torch.tensor(nxt).unsqueeze(1)
+                mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype)], dim=1)
+                positions = positions[:, -1:] + 1
+        return [self._completion(r) for r in rows]
+
+    def _pick(self, rows: list[_Row], logits, bitmask) -> list[int]:
+        """One next token per live row (row i of ``logits``)."""
+        torch = self.torch
+        if bitmask is not None:
+            import xgrammar as xgr
+
+            constrained = [i for i, r in enumerate(rows) if r.matcher and not r.done]
+            for i in constrained:
+                rows[i].matcher.fill_next_token_bitmask(bitmask, i)
+            if constrained:
+                xgr.apply_token_bitmask_inplace(logits, bitmask, indices=constrained)
+        picked = []
+        for i, r in enumerate(rows):
+            if r.gen is None:
+                t = int(logits[i].argmax())
+            else:
+                probs = torch.softmax(logits[i] / r.req.temperature, dim=-1)
+                t = int(torch.multinomial(probs, 1, generator=r.gen))
+            picked.append(t)
+            self._advance(r, t)
+        return picked
+
+    def _advance(self, r: _Row, token: int) -> None:
+        r.count += 1
+        if r.matcher is not None:
+            r.matcher.accept_token(token)
+            if r.matcher.is_terminated():
+                r.done, r.finish = True, "stop"
+                return
+        if token in self.stop_ids:
+            r.done, r.finish = True, "stop"
+            return
+        r.tokens.append(token)
+        if r.req.stop:
+            text = self.tok.decode(r.tokens[-32:], skip_special_tokens=True)
+            if any(s in text for s in r.req.stop):
+                r.done, r.finish = True, "stop"
+                return
+        if len(r.tokens) >= r.req.max_tokens:
+            r.done = True
+
+    def _completion(self, r: _Row) -> Completion:
+        text = self.tok.decode(r.tokens, skip_special_tokens=True)
+        for s in r.req.stop:
+            if s in text:
+                text = text[: text.index(s)]
+        return Completion(text=text, prompt_tokens=r.prompt_len, completion_tokens=r.count,
+                          finish_reason=r.finish)

@@ -84,6 +84,8 @@ def analyze(judgments: list[str], predictions: list[str], accuracy: str, table_c
     pl.DataFrame([dict(zip(["dataset", *methods], row)) for row in body]).write_csv(table_csv)
     pl.DataFrame(deltas, schema=["method", "avg", "best_other", "best_other_avg", "delta", "ci_lo", "ci_hi"],
                  orient="row").write_csv(Path(table_csv).with_name("delta.csv"))
+    official = {m: {k: macro_average({r["dataset"]: r[k] for r in summary.to_dicts() if r["method"] == m})
+                    for k in ("em", "f1")} for m in methods}
     cost = {(r["method"]): r for r in summary.group_by("method").agg(
         pl.col("calls_per_q").mean(), pl.col("completion_tokens_per_q").mean()).to_dicts()}
     text = [f"# Judge accuracy (%) — backbone `{backbone}`\n",
@@ -94,6 +96,10 @@ def analyze(judgments: list[str], predictions: list[str], accuracy: str, table_c
                            [[d["method"], _pct(d["avg"]), d["best_other"],
                              f"{_signed(d['delta'])} [{_signed(d['ci_lo'])}, {_signed(d['ci_hi'])}]"]
                             for d in deltas]),
+            "\nOfficial EM and F1 (HotpotQA rules, max over aliases; %, macro-average over datasets) — "
+            "a check on the judge:\n",
+            markdown_table(["Method", "EM", "F1"], [[m, _pct(official[m]["em"]), _pct(official[m]["f1"])]
+                                                    for m in methods]),
             "\nCost per question (mean over datasets):\n",
             markdown_table(["Method", "Calls", "Generated tokens"],
                            [[m, f"{cost[m]['calls_per_q']:.2f}", f"{cost[m]['completion_tokens_per_q']:.1f}"]

@@ -1,6 +1,7 @@
-"""Debate-baseline rules (rules/debate.smk): one job per method and round, then predict.
+"""Debate-baseline rules (rules/debate.smk): one job per method and round covering every
+dataset, then predict per dataset.
 
-Round t of method m lives in ``results/{backbone}/{dataset}/{m}/``:
+Round t of method m on a dataset lives in ``results/{backbone}/{dataset}/{m}/``:
 
   round{t}.parquet        (samples)       each active agent's round-t response and answer
   round{t}_steps.parquet  (debate_steps)  advice, notes, critiques, manner steps, judge, moderator
@@ -25,31 +26,48 @@ log = logging.getLogger(__name__)
 PROMPT_PREFIX = "prompt_"
 
 
-def debate_round(questions: str, samples: str, steps: str, state: str, model: dict, cache_dir: str, method: str,
-                 round_index: int, last: bool, temperatures: list[float], manners: list[str], max_tokens: int,
-                 aux_max_tokens: dict, seed: int, provenance: dict, proposals: str | None = None,
-                 previous: str | None = None, previous_state: str | None = None, **prompt_files: str) -> None:
-    """Round ``round_index`` of ``method``: every stage of the round in one batch per step.
-    ``prompt_files``: ``prompt_<role>`` paths of the roles this round uses."""
+def debate_round(questions: list[str], samples: list[str], steps: list[str], state: list[str], model: dict,
+                 cache_dir: str, method: str, round_index: int, last: bool, temperatures: list[float],
+                 manners: list[str], max_tokens: int, aux_max_tokens: dict, seed: int, provenance: dict,
+                 proposals: list[str] | None = None, previous: list[str] | None = None,
+                 previous_state: list[str] | None = None, **prompt_files: str) -> None:
+    """Round ``round_index`` of ``method`` on every dataset at once: every stage of the
+    round in one batch per step. Every path argument is a list aligned with ``questions``
+    (one entry per dataset); ``prompt_files``: ``prompt_<role>`` paths of the roles this
+    round uses."""
     bad = [k for k in prompt_files if not k.startswith(PROMPT_PREFIX)]
     if bad:
         raise TypeError(f"debate_round: unexpected arguments {bad}")
+    for name, paths in {"samples": samples, "steps": steps, "state": state, "proposals": proposals,
+                        "previous": previous, "previous_state": previous_state}.items():
+        if paths is not None and len(paths) != len(questions):
+            raise ValueError(f"debate_round: {len(paths)} {name} paths for {len(questions)} datasets")
     prompts = {k[len(PROMPT_PREFIX):]: load_prompt(v) for k, v in prompt_files.items()}
+    owner, qs = {}, []
+    for u, path in enumerate(questions):
+        for q in read_table("questions", path).to_dicts():
+            if q["qid"] in owner:
+                raise ValueError(f"question id {q['qid']!r} is in both {questions[owner[q['qid']]]} and {path}")
+            owner[q["qid"]] = u
+            qs.append(q)
+
+    def rows(name: str, paths: list[str] | None) -> list[dict] | None:
+        return [r for p in paths for r in read_table(name, p).to_dicts()] if paths else None
+
     backend = open_backend(model, cache_dir)
     result = run_round(
-        protocol(method), method, round_index, last, read_table("questions", questions).to_dicts(), backend, prompts,
-        temperatures, manners, seed, max_tokens, aux_max_tokens,
-        previous=read_table("samples", previous).to_dicts() if previous else (),
-        previous_state=read_table("debate_state", previous_state).to_dicts() if previous_state else None,
-        proposals=read_table("samples", proposals).to_dicts() if proposals else None)
-    write_table("samples", result.samples, samples, provenance)
-    write_table("debate_steps", result.steps, steps, provenance)
-    write_table("debate_state", result.state, state, provenance)
+        protocol(method), method, round_index, last, qs, backend, prompts, temperatures, manners, seed, max_tokens,
+        aux_max_tokens, previous=rows("samples", previous) or (), previous_state=rows("debate_state", previous_state),
+        proposals=rows("samples", proposals))
+    for name, table, paths in (("samples", result.samples, samples), ("debate_steps", result.steps, steps),
+                               ("debate_state", result.state, state)):
+        for u, path in enumerate(paths):
+            write_table(name, [r for r in table if owner[r["qid"]] == u], path, provenance)
     stops = Counter(s["stop_reason"] for s in result.state if not s["active"] and s["stop_round"] == round_index)
     source = "reused the shared proposals; " if proposals else ""
-    log.info("%s round %d: %d active questions, %s%d model calls (%d answers, %d other steps); stopped now: %s; %s",
-             method, round_index, result.active, source, result.calls, len(result.samples), len(result.steps),
-             dict(stops), backend.stats())
+    log.info("%s round %d: %d active questions of %d datasets, %s%d model calls (%d answers, %d other steps); "
+             "stopped now: %s; %s", method, round_index, result.active, len(questions), source, result.calls,
+             len(result.samples), len(result.steps), dict(stops), backend.stats())
 
 
 def debate_predict(questions: str, samples: list[str], steps: list[str], final_state: str, predictions: str,

@@ -1,4 +1,4 @@
-"""Rules ``generate_cot`` and ``propose``: independent solver samples per question."""
+"""Rule ``generate``: independent solver samples per question (stages ``cot`` and ``proposals``)."""
 from __future__ import annotations
 
 import logging
@@ -11,22 +11,33 @@ from ..solver import derive_seed, sample_rows, solver_request
 log = logging.getLogger(__name__)
 
 
-def generate(questions: str, prompt: str, samples: str, model: dict, cache_dir: str, stage: str,
+def generate(questions: list[str], prompt: str, samples: list[str], model: dict, cache_dir: str, stage: str,
              temperatures: list[float], max_tokens: int, seed: int, provenance: dict) -> None:
-    """One sample per agent temperature per question, all in one batch.
+    """One sample per agent temperature per question of every dataset, all in one batch;
+    ``samples[i]`` is the table of the dataset in ``questions[i]``.
 
-    ``propose`` (the shared round-0 proposals of SC, MAD, Consensus and LMAD) uses the
-    persona temperatures; ``generate_cot`` uses a single agent at temperature 0.
+    ``proposals`` (the shared round-0 proposals of SC, MAD, Consensus and LMAD) uses the
+    persona temperatures; ``cot`` uses a single agent at temperature 0.
     """
-    qs = read_table("questions", questions).to_dicts()
+    if len(samples) != len(questions):
+        raise ValueError(f"{len(samples)} samples tables for {len(questions)} question tables")
     solver = load_prompt(prompt)
+    jobs, owners, total = [], [], 0
+    for u, path in enumerate(questions):
+        qs = read_table("questions", path).to_dicts()
+        total += len(qs)
+        for q in qs:
+            for agent, t in enumerate(temperatures):
+                s = derive_seed(seed, q["qid"], agent)
+                jobs.append({"qid": q["qid"], "stage": stage, "round": 0, "agent": agent, "temperature": float(t),
+                             "seed": s, "request": solver_request(solver, q, t, s, max_tokens)})
+                owners.append(u)
     backend = open_backend(model, cache_dir)
-    jobs = [
-        {"qid": q["qid"], "stage": stage, "round": 0, "agent": agent, "temperature": float(t),
-         "seed": (s := derive_seed(seed, q["qid"], agent)),
-         "request": solver_request(solver, q, t, s, max_tokens)}
-        for q in qs for agent, t in enumerate(temperatures)
-    ]
     rows = sample_rows(backend, jobs)
-    write_table("samples", rows, samples, provenance)
-    log.info("%s: %d questions x %d agents; %s", stage, len(qs), len(temperatures), backend.stats())
+    per_table: list[list[dict]] = [[] for _ in questions]
+    for u, row in zip(owners, rows):
+        per_table[u].append(row)
+    for u, path in enumerate(samples):
+        write_table("samples", per_table[u], path, provenance)
+    log.info("%s: %d questions of %d datasets x %d agents; %s", stage, total, len(questions), len(temperatures),
+             backend.stats())

@@ -22,22 +22,43 @@ def parse_verdict(text: str) -> str:
     return word if word in VERDICTS else "unscored"
 
 
-def judge(questions: str, predictions: list[str], prompt: str, judgments: str, model: dict,
+def judge(questions: list[str], predictions: list[str], prompt: str, judgments: list[str], model: dict,
           cache_dir: str, max_tokens: int, provenance: dict) -> None:
-    qs = {q["qid"]: q for q in read_table("questions", questions).to_dicts()}
-    preds = pl.concat([read_table("predictions", p) for p in predictions]).to_dicts()
+    """Every method's predictions on every dataset in one batch. ``predictions`` holds the
+    same number of tables per dataset, grouped in the order of ``questions``; ``judgments[i]``
+    is the table of dataset i."""
+    if len(judgments) != len(questions) or not questions or len(predictions) % len(questions):
+        raise ValueError(f"judge: {len(predictions)} predictions tables and {len(judgments)} outputs do not "
+                         f"split evenly over {len(questions)} datasets")
+    per = len(predictions) // len(questions)
     template = load_prompt(prompt)
     backend = open_backend(model, cache_dir)
-    asked = [p for p in preds if p["prediction"].strip()]
+    datasets = []
+    for u, path in enumerate(questions):
+        qs = {q["qid"]: q for q in read_table("questions", path).to_dicts()}
+        preds = pl.concat([read_table("predictions", p) for p in predictions[u * per:(u + 1) * per]]).to_dicts()
+        datasets.append((qs, preds))
+    asked = [(qs, p) for qs, preds in datasets for p in preds if p["prediction"].strip()]
     requests = []
-    for p in asked:
+    for qs, p in asked:
         q = qs[p["qid"]]
         gold = q["answer"] + (f" (also accepted: {', '.join(q['aliases'])})" if q["aliases"] else "")
         requests.append(ChatRequest(
             messages=template.render(question=q["question"], gold=gold, prediction=p["prediction"]),
             temperature=0.0, max_tokens=max_tokens, seed=0,
             constraint={"choice": list(VERDICTS)}))
-    replies = dict(zip((id(p) for p in asked), backend.generate(requests)))
+    replies = dict(zip((id(p) for _, p in asked), backend.generate(requests)))
+    total = unscored = 0
+    for (qs, preds), out in zip(datasets, judgments):
+        rows = _judged(qs, preds, replies, backend.model_id)
+        write_table("judgments", rows, out, provenance)
+        total += len(rows)
+        unscored += sum(r["judge_verdict"] == "unscored" for r in rows)
+    log.info("judged %d predictions of %d datasets (%d unscored); %s", total, len(questions), unscored,
+             backend.stats())
+
+
+def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> list[dict]:
     rows = []
     for p in preds:
         q = qs[p["qid"]]
@@ -47,7 +68,7 @@ def judge(questions: str, predictions: list[str], prompt: str, judgments: str, m
         verdict = parse_verdict(reply.text) if reply else "incorrect"
         rows.append({
             "qid": p["qid"], "dataset": q["dataset"], "method": p["method"], "prediction": p["prediction"],
-            "gold": q["answer"], "aliases": q["aliases"], "judge_model": backend.model_id,
+            "gold": q["answer"], "aliases": q["aliases"], "judge_model": judge_model,
             "judge_verdict": verdict, "judge_correct": VERDICTS.get(verdict),
             "judge_raw": reply.text if reply else "<empty prediction: not sent to the judge>",
             "em": exact_match(p["prediction"], golds), "f1": f1_score(p["prediction"], golds),
@@ -56,6 +77,4 @@ def judge(questions: str, predictions: list[str], prompt: str, judgments: str, m
             "finish_reason": reply.finish_reason if reply else "skipped",
             "cached": reply.cached if reply else False,
         })
-    write_table("judgments", rows, judgments, provenance)
-    unscored = sum(r["judge_verdict"] == "unscored" for r in rows)
-    log.info("judged %d predictions (%d unscored); %s", len(rows), unscored, backend.stats())
+    return rows

@@ -1,6 +1,6 @@
 """LMAD rules (rules/lmad.smk): one function per stage, run once per iteration.
 
-Iteration ℓ of method m lives in ``results/{backbone}/{dataset}/{m}/iter{ℓ}/``:
+Iteration ℓ of method m on a dataset lives in ``results/{backbone}/{dataset}/{m}/iter{ℓ}/``:
 
   generate.parquet  (samples)             the agents' rationales and answers given P
   extract.parquet   (lmad_chains)         node chains of the questions whose answers disagree
@@ -10,11 +10,14 @@ Iteration ℓ of method m lives in ``results/{backbone}/{dataset}/{m}/iter{ℓ}/
   commit.parquet    (lmad_commits)        guard checks, admission, stop reason
   state.parquet     (lmad_state)          every question's state after ℓ (input of ℓ + 1)
 
-Each stage works on the questions still active and batches all of them x all agents
-into one model call (one per round for the debate). A stage with nothing to do writes
-an empty table and never opens the model. ``state`` is absent at iteration 0: every
-question is active and P is empty, so iteration 0's generation IS the shared
-self-consistency proposals, reused without a call.
+One job per (backbone, stage, iteration) serves every *unit* — a (dataset, method) pair,
+in the order of the ``units`` param; every path argument is a list aligned with it. The
+job batches the still-active questions of all units x all agents into ONE model call
+(one per round for the debate), so the policies' identical calls (all of iteration 0,
+and later ones wherever their states agree) are computed once inside the batch. A stage
+with nothing to do writes empty tables and never opens the model. ``state`` is absent at
+iteration 0: every question is active and P is empty, so iteration 0's generation IS the
+shared self-consistency proposals, reused without a call.
 """
 from __future__ import annotations
 
@@ -43,6 +46,24 @@ def _questions(path: str) -> dict[str, dict]:
     return {q["qid"]: q for q in read_table("questions", path).to_dicts()}
 
 
+class _Units:
+    """The (dataset, method) units of one stage job and their question tables."""
+
+    def __init__(self, units: list, questions: list[str], **aligned: list[str] | None):
+        self.names = [tuple(u) for u in units]
+        for name, paths in {"questions": questions, **aligned}.items():
+            if paths is not None and len(paths) != len(self.names):
+                raise ValueError(f"{name}: {len(paths)} paths for {len(self.names)} units")
+        loaded: dict[str, dict] = {}
+        for path in questions:
+            if path not in loaded:
+                loaded[path] = _questions(path)
+        self.questions = [loaded[path] for path in questions]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
 def _state(state: str | None, qids) -> list[dict]:
     """The state entering this iteration: the previous commit's, or the initial one."""
     return read_table("lmad_state", state).to_dicts() if state else controller.initial_state(sorted(qids))
@@ -53,6 +74,10 @@ def _committed(state: str | None) -> dict[str, list[str]]:
     if not state:
         return defaultdict(list)
     return defaultdict(list, {s["qid"]: s["committed"] for s in read_table("lmad_state", state).to_dicts()})
+
+
+def _at(paths: list[str] | None, u: int) -> str | None:
+    return paths[u] if paths else None
 
 
 def _by_qid(rows: list[dict]) -> dict[str, list[dict]]:
@@ -67,35 +92,12 @@ def _table(name: str, path: str) -> list[dict]:
     return read_table(name, path).to_dicts()
 
 
-# ----------------------------------------------------------------------------- stages
-
-def generate(questions: str, prompt: str, samples: str, model: dict, cache_dir: str, method: str, iteration: int,
-             temperatures: list[float], max_tokens: int, seed: int, provenance: dict,
-             proposals: str | None = None, state: str | None = None) -> None:
-    """Each active agent samples (r_i, a_i) given (q, x, P) with the seed of its
-    proposal, so iteration 0 (P empty) is exactly the proposals: reused, zero calls."""
-    qs = _questions(questions)
-    if iteration == 0:
-        rows = _table("samples", proposals)
-        got = {(r["qid"], r["agent"]): r["temperature"] for r in rows}
-        want = {(q, a): float(t) for q in qs for a, t in enumerate(temperatures)}
-        if got != want:
-            raise ValueError(f"{proposals}: proposals do not match the questions x agent temperatures "
-                             f"{temperatures}; rerun rule generate")
-        write_table("samples", rows, samples, provenance)
-        log.info("iteration 0: reused %d proposal samples of %d questions; 0 model calls", len(rows), len(qs))
-        return
-    solver = load_prompt(prompt)
-    active = [s for s in _state(state, qs) if s["active"]]
-    jobs = [{"qid": s["qid"], "stage": method, "round": iteration, "agent": agent, "temperature": float(t),
-             "seed": (sd := derive_seed(seed, s["qid"], agent)),
-             "request": solver_request(solver, qs[s["qid"]], t, sd, max_tokens, committed=s["committed"])}
-            for s in active for agent, t in enumerate(temperatures)]
-    backend = open_backend(model, cache_dir) if jobs else None
-    rows = sample_rows(backend, jobs) if backend else []
-    write_table("samples", rows, samples, provenance)
-    log.info("iteration %d: %d active questions, %d solver calls; %s", iteration, len(active), len(jobs),
-             _stats(backend))
+def _split(n: int, owners: list[int], rows: list[dict]) -> list[list[dict]]:
+    """Rows of one batch back to their units (``owners[i]`` is row i's unit)."""
+    out: list[list[dict]] = [[] for _ in range(n)]
+    for u, row in zip(owners, rows, strict=True):
+        out[u].append(row)
+    return out
 
 
 def _stats(backend) -> str:
@@ -103,15 +105,60 @@ def _stats(backend) -> str:
     return backend.stats() if backend else "no model calls"
 
 
-def extract(questions: str, samples: str, prompt: str, chains: str, model: dict, cache_dir: str, iteration: int,
-            max_tokens: int, max_nodes: int, max_node_words: int, provenance: dict) -> None:
+# ----------------------------------------------------------------------------- stages
+
+def generate(questions: list[str], prompt: str, samples: list[str], units: list, model: dict, cache_dir: str,
+             iteration: int, temperatures: list[float], max_tokens: int, seed: int, provenance: dict,
+             proposals: list[str] | None = None, state: list[str] | None = None) -> None:
+    """Each active agent samples (r_i, a_i) given (q, x, P) with the seed of its
+    proposal, so iteration 0 (P empty) is exactly the proposals: reused, zero calls."""
+    us = _Units(units, questions, samples=samples, proposals=proposals, state=state)
+    if iteration == 0:
+        for u, qs in enumerate(us.questions):
+            rows = _table("samples", proposals[u])
+            got = {(r["qid"], r["agent"]): r["temperature"] for r in rows}
+            want = {(q, a): float(t) for q in qs for a, t in enumerate(temperatures)}
+            if got != want:
+                raise ValueError(f"{proposals[u]}: proposals do not match the questions x agent temperatures "
+                                 f"{temperatures}; rerun rule generate")
+            write_table("samples", rows, samples[u], provenance)
+        log.info("iteration 0: reused the proposal samples of %d units; 0 model calls", len(us))
+        return
+    solver = load_prompt(prompt)
+    jobs, owners = [], []
+    for u, qs in enumerate(us.questions):
+        method = us.names[u][1]
+        for s in _state(_at(state, u), qs):
+            if not s["active"]:
+                continue
+            for agent, t in enumerate(temperatures):
+                sd = derive_seed(seed, s["qid"], agent)
+                jobs.append({"qid": s["qid"], "stage": method, "round": iteration, "agent": agent,
+                             "temperature": float(t), "seed": sd,
+                             "request": solver_request(solver, qs[s["qid"]], t, sd, max_tokens,
+                                                       committed=s["committed"])})
+                owners.append(u)
+    backend = open_backend(model, cache_dir) if jobs else None
+    rows = sample_rows(backend, jobs) if backend else []
+    for u, unit_rows in enumerate(_split(len(us), owners, rows)):
+        write_table("samples", unit_rows, samples[u], provenance)
+    log.info("iteration %d: %d solver calls over %d units; %s", iteration, len(jobs), len(us), _stats(backend))
+
+
+def extract(questions: list[str], samples: list[str], prompt: str, chains: list[str], units: list, model: dict,
+            cache_dir: str, iteration: int, max_tokens: int, max_nodes: int, max_node_words: int,
+            provenance: dict) -> None:
     """Node extraction + quality check for the questions whose answers disagree."""
-    qs = _questions(questions)
+    us = _Units(units, questions, samples=samples, chains=chains)
     extractor = load_prompt(prompt)
-    todo = [r for rows in _by_qid(_table("samples", samples)).values()
-            if controller.needs_repair([r["answer"] for r in rows]) for r in rows]
-    requests = [node_lib.extraction_request(extractor, qs[r["qid"]]["question"], r["response"], max_tokens,
-                                            max_nodes, max_node_words) for r in todo]
+    todo, owners = [], []
+    for u, qs in enumerate(us.questions):
+        for rows in _by_qid(_table("samples", samples[u])).values():
+            if controller.needs_repair([r["answer"] for r in rows]):
+                todo += rows
+                owners += [u] * len(rows)
+    requests = [node_lib.extraction_request(extractor, us.questions[u][r["qid"]]["question"], r["response"],
+                                            max_tokens, max_nodes, max_node_words) for u, r in zip(owners, todo)]
     backend = open_backend(model, cache_dir) if requests else None
     completions = run_batch(backend, requests) if backend else []
     out = []
@@ -121,62 +168,84 @@ def extract(questions: str, samples: str, prompt: str, chains: str, model: dict,
                     "answer_norm": normalize_answer(r["answer"]), "rationale": r["response"], "raw_output": c.text,
                     "parse_error": chain.parse_error, "raw_nodes": chain.raw_nodes, "node_flags": chain.node_flags,
                     "nodes": chain.nodes, "fallback": chain.fallback, **call_columns(c)})
-    write_table("lmad_chains", out, chains, provenance)
+    for u, unit_rows in enumerate(_split(len(us), owners, out)):
+        write_table("lmad_chains", unit_rows, chains[u], provenance)
     fallbacks = sum(bool(r["fallback"]) for r in out)
-    log.info("iteration %d: %d chains extracted (%d fallbacks); %s", iteration, len(out), fallbacks, _stats(backend))
+    log.info("iteration %d: %d chains extracted over %d units (%d fallbacks); %s", iteration, len(out), len(us),
+             fallbacks, _stats(backend))
 
 
-def localize(questions: str, chains: str, prompt: str, localizations: str, model: dict, cache_dir: str,
-             iteration: int, max_tokens: int, provenance: dict, state: str | None = None) -> None:
+def localize(questions: list[str], chains: list[str], prompt: str, localizations: list[str], units: list,
+             model: dict, cache_dir: str, iteration: int, max_tokens: int, provenance: dict,
+             state: list[str] | None = None) -> None:
     """One localizer call per disagreeing question; invalid witnesses fall back per agent."""
-    qs = _questions(questions)
-    committed = _committed(state)
+    us = _Units(units, questions, chains=chains, localizations=localizations, state=state)
     localizer = load_prompt(prompt)
-    groups = _by_qid(_table("lmad_chains", chains))
-    requests = [localization_request(localizer, qs[qid], committed[qid], [r["nodes"] for r in rows],
-                                     [r["answer"] for r in rows], max_tokens) for qid, rows in groups.items()]
+    groups, owners, requests = [], [], []
+    for u, qs in enumerate(us.questions):
+        committed = _committed(_at(state, u))
+        for qid, rows in _by_qid(_table("lmad_chains", chains[u])).items():
+            groups.append((qid, rows))
+            owners.append(u)
+            requests.append(localization_request(localizer, qs[qid], committed[qid], [r["nodes"] for r in rows],
+                                                 [r["answer"] for r in rows], max_tokens))
     backend = open_backend(model, cache_dir) if requests else None
     completions = run_batch(backend, requests) if backend else []
     out = []
-    for (qid, rows), c in zip(groups.items(), completions):
+    for (qid, rows), c in zip(groups, completions):
         chain_list = [r["nodes"] for r in rows]
         loc = parse_localization(c.text, [len(ch) for ch in chain_list])
         out.append(localization_row(qid, iteration, chain_list, loc, c.text) | call_columns(c))
-    write_table("lmad_localizations", out, localizations, provenance)
+    for u, unit_rows in enumerate(_split(len(us), owners, out)):
+        write_table("lmad_localizations", unit_rows, localizations[u], provenance)
     fell = sum(any(r["witness_fallback"]) for r in out)
-    log.info("iteration %d: %d conflicts localized (%d with a witness fallback); %s", iteration, len(out), fell,
-             _stats(backend))
+    log.info("iteration %d: %d conflicts localized over %d units (%d with a witness fallback); %s", iteration,
+             len(out), len(us), fell, _stats(backend))
 
 
-def debate(questions: str, localizations: str, prompt: str, positions: str, model: dict, cache_dir: str,
-           iteration: int, rounds: int, temperatures: list[float], seed: int, max_tokens: int, provenance: dict,
-           state: str | None = None) -> None:
+def debate(questions: list[str], localizations: list[str], prompt: str, positions: list[str], units: list,
+           model: dict, cache_dir: str, iteration: int, rounds: int, temperatures: list[float], seed: int,
+           max_tokens: int, provenance: dict, state: list[str] | None = None) -> None:
     """R local rounds over the segments ending at the witnesses."""
-    qs = _questions(questions)
-    committed = _committed(state)
-    items = [{"qid": r["qid"], "question": qs[r["qid"]], "committed": committed[r["qid"]],
-              "segments": r["segments"], "conflict": r["conflict"], "witness_claims": r["witness_claims"]}
-             for r in _table("lmad_localizations", localizations)]
+    us = _Units(units, questions, localizations=localizations, positions=positions, state=state)
+    items, owners = [], []
+    for u, qs in enumerate(us.questions):
+        committed = _committed(_at(state, u))
+        for r in _table("lmad_localizations", localizations[u]):
+            items.append({"qid": r["qid"], "question": qs[r["qid"]], "committed": committed[r["qid"]],
+                          "segments": r["segments"], "conflict": r["conflict"],
+                          "witness_claims": r["witness_claims"]})
+            owners.append(u)
     backend = open_backend(model, cache_dir) if items and rounds else None
-    rows = run_debate(backend, load_prompt(prompt), items, iteration, rounds, temperatures, seed,
-                      max_tokens) if backend else []
-    write_table("lmad_positions", rows, positions, provenance)
-    log.info("iteration %d: %d questions debated, %d rounds, %d turns; %s", iteration, len(items), rounds, len(rows),
-             _stats(backend))
+    per_item = run_debate(backend, load_prompt(prompt), items, iteration, rounds, temperatures, seed,
+                          max_tokens) if backend else [[] for _ in items]
+    grouped: list[list[dict]] = [[] for _ in range(len(us))]
+    for u, rows in zip(owners, per_item):
+        grouped[u] += rows
+    for u, unit_rows in enumerate(grouped):
+        write_table("lmad_positions", unit_rows, positions[u], provenance)
+    log.info("iteration %d: %d questions debated over %d units, %d rounds, %d turns; %s", iteration, len(items),
+             len(us), rounds, sum(map(len, per_item)), _stats(backend))
 
 
-def resolve(questions: str, localizations: str, positions: str, prompt: str, repairs: str, model: dict,
-            cache_dir: str, iteration: int, max_tokens: int, provenance: dict, state: str | None = None) -> None:
+def resolve(questions: list[str], localizations: list[str], positions: list[str], prompt: str, repairs: list[str],
+            units: list, model: dict, cache_dir: str, iteration: int, max_tokens: int, provenance: dict,
+            state: list[str] | None = None) -> None:
     """The resolver turns the final positions into a proposed repair (Ẑ, Q̂)."""
-    qs = _questions(questions)
-    committed = _committed(state)
+    us = _Units(units, questions, localizations=localizations, positions=positions, repairs=repairs, state=state)
     resolver = load_prompt(prompt)
-    locs = _table("lmad_localizations", localizations)
-    final = {r["qid"]: list(r["witness_claims"]) for r in locs}  # p^(0), kept when R = 0
-    for r in sorted(_table("lmad_positions", positions), key=lambda r: r["round"]):
-        final[r["qid"]][r["agent"]] = r["position"]  # the last round wins
-    requests = [resolution_request(resolver, qs[r["qid"]], committed[r["qid"]], r["conflict"], final[r["qid"]],
-                                   max_tokens) for r in locs]
+    locs, owners, requests = [], [], []
+    for u, qs in enumerate(us.questions):
+        committed = _committed(_at(state, u))
+        unit_locs = _table("lmad_localizations", localizations[u])
+        final = {r["qid"]: list(r["witness_claims"]) for r in unit_locs}  # p^(0), kept when R = 0
+        for r in sorted(_table("lmad_positions", positions[u]), key=lambda r: r["round"]):
+            final[r["qid"]][r["agent"]] = r["position"]  # the last round wins
+        for r in unit_locs:
+            locs.append(r)
+            owners.append(u)
+            requests.append(resolution_request(resolver, qs[r["qid"]], committed[r["qid"]], r["conflict"],
+                                               final[r["qid"]], max_tokens))
     backend = open_backend(model, cache_dir) if requests else None
     completions = run_batch(backend, requests) if backend else []
     out = []
@@ -184,17 +253,33 @@ def resolve(questions: str, localizations: str, positions: str, prompt: str, rep
         rep = parse_repair(c.text)
         out.append({"qid": r["qid"], "iteration": iteration, "nodes": rep.nodes, "quotes": rep.quotes,
                     "raw_output": c.text, "parse_error": rep.parse_error, **call_columns(c)})
-    write_table("lmad_repairs", out, repairs, provenance)
-    log.info("iteration %d: %d repairs proposed; %s", iteration, len(out), _stats(backend))
+    for u, unit_rows in enumerate(_split(len(us), owners, out)):
+        write_table("lmad_repairs", unit_rows, repairs[u], provenance)
+    log.info("iteration %d: %d repairs proposed over %d units; %s", iteration, len(out), len(us), _stats(backend))
 
 
-def commit(questions: str, samples: str, repairs: str, commits: str, next_state: str, method: str,
-           iteration: int, iterations: int, min_quote_words: int, provenance: dict, state: str | None = None) -> None:
-    """Commit guard and state transition for every active question; stopped ones pass through."""
-    qs = _questions(questions)
-    policy = METHOD_POLICY[method]
-    answers = {qid: [r["answer"] for r in rows] for qid, rows in _by_qid(_table("samples", samples)).items()}
-    proposed = {r["qid"]: r for r in _table("lmad_repairs", repairs)}
+def commit(questions: list[str], samples: list[str], repairs: list[str], commits: list[str], next_state: list[str],
+           units: list, iteration: int, iterations: int, min_quote_words: int, provenance: dict,
+           state: list[str] | None = None) -> None:
+    """Commit guard and state transition for every active question of every unit;
+    stopped ones pass through."""
+    us = _Units(units, questions, samples=samples, repairs=repairs, commits=commits, next_state=next_state,
+                state=state)
+    for u, qs in enumerate(us.questions):
+        method = us.names[u][1]
+        decisions, states = _commit_unit(qs, METHOD_POLICY[method], _table("samples", samples[u]),
+                                         _table("lmad_repairs", repairs[u]), _at(state, u), iteration, iterations,
+                                         min_quote_words)
+        write_table("lmad_commits", decisions, commits[u], provenance)
+        write_table("lmad_state", states, next_state[u], provenance)
+        outcomes = Counter(d["stop_reason"] or "continues" for d in decisions)
+        log.info("iteration %d, %s on %s: %s", iteration, method, us.names[u][0], dict(sorted(outcomes.items())))
+
+
+def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict], state: str | None, iteration: int,
+                 iterations: int, min_quote_words: int) -> tuple[list[dict], list[dict]]:
+    answers = {qid: [r["answer"] for r in rows] for qid, rows in _by_qid(samples).items()}
+    proposed = {r["qid"]: r for r in repairs}
     decisions, states = [], []
     for s in _state(state, qs):
         if not s["active"]:
@@ -213,10 +298,7 @@ def commit(questions: str, samples: str, repairs: str, commits: str, next_state:
                           "quotes": rep["quotes"] if rep else [], "checks": guard.records() if guard else [],
                           "admitted": guard.admitted if guard else None, "committed": new["committed"],
                           "stop_reason": reason, "prediction": new["prediction"]})
-    write_table("lmad_commits", decisions, commits, provenance)
-    write_table("lmad_state", states, next_state, provenance)
-    outcomes = Counter(d["stop_reason"] or "continues" for d in decisions)
-    log.info("iteration %d (%s policy): %s", iteration, policy, dict(sorted(outcomes.items())))
+    return decisions, states
 
 
 def predict(questions: str, final_state: str, samples: list[str], chains: list[str], localizations: list[str],

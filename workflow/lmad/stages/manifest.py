@@ -9,8 +9,11 @@ it. Every model stage logs ``cache hits=… misses=… model_loaded=True|False``
 loaded the weights once). A job that reruns overwrites its log, so the counts are those
 of the latest run of every job behind the current results.
 
-Which logs are read: ``logs/{backbone}/{dataset}/…`` of the configured backbones and
-datasets, skipping method folders of methods no longer configured. ``judge.log`` counts
+Which logs are read (``stage_logs``): those of the configured backbones — the
+per-backbone jobs' (judge, generate, LMAD while an LMAD method is configured, each
+configured debate method's rounds) and those
+under each configured dataset's folder (its shards when ``shards`` > 1), skipping
+method folders of methods no longer configured. ``judge.log`` counts
 for the judge model, every other log for its backbone.
 """
 from __future__ import annotations
@@ -23,6 +26,7 @@ import subprocess
 from pathlib import Path
 
 from .. import __version__
+from .shards import shard_names
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +55,21 @@ def git_state(repo: str) -> dict:
 
 
 def stage_logs(logs_dir: Path, backbones: list[str], datasets: list[str], methods: list[str]) -> list[Path]:
-    """Logs of the configured backbones × datasets; a subfolder is a method's and is read
-    only while that method is configured."""
+    """Stage logs of the configured backbones: the per-backbone jobs' (``judge.log``,
+    ``generate/``, and ``lmad/`` while an LMAD method is configured) and, under each
+    configured dataset's folder, those of configured methods only."""
     found = []
     for backbone in backbones:
+        root = logs_dir / backbone
+        found += sorted(root.glob("*.log")) + sorted((root / "generate").rglob("*.log"))
+        if any(m.startswith("lmad") for m in methods):
+            found += sorted((root / "lmad").rglob("*.log"))
+        for method in methods:  # debate baselines: one job per method and round
+            if method != "lmad":
+                found += sorted((root / method).rglob("*.log"))
         for dataset in datasets:
-            root = logs_dir / backbone / dataset
-            for path in sorted(root.rglob("*.log")):
-                parts = path.relative_to(root).parts
+            for path in sorted((root / dataset).rglob("*.log")):
+                parts = path.relative_to(root / dataset).parts
                 if len(parts) > 1 and parts[0] not in methods:
                     continue
                 found.append(path)
@@ -81,7 +92,8 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
              logs_dir: str = "logs") -> None:
     backbones, judge = list(config["backbones"]), config["judge"]["model"]
     logs_root = Path(logs_dir)
-    logs = stage_logs(logs_root, backbones, list(config["datasets"]), list(config["methods"]))
+    work = [w for d in config["datasets"] for w in shard_names(d, config.get("shards", 1))]
+    logs = stage_logs(logs_root, backbones, work, list(config["methods"]))
     counts = count_loads(logs, logs_root, judge)
     models = {}
     for name in dict.fromkeys([*backbones, judge]):

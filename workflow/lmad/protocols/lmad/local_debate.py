@@ -53,28 +53,29 @@ def parse_position(text: str, previous: str) -> tuple[str, str]:
 
 
 def run_debate(backend: Backend, prompt: Prompt, items: list[dict], iteration: int, rounds: int,
-               temperatures: list[float], seed: int, max_tokens: int) -> list[dict]:
+               temperatures: list[float], seed: int, max_tokens: int) -> list[list[dict]]:
     """R rounds for every item (question, committed, segments, conflict, witness_claims)
-    at once: ONE batch per round over all questions x agents. Returns ``positions`` rows."""
-    positions = {it["qid"]: list(it["witness_claims"]) for it in items}
-    rows = []
+    at once: ONE batch per round over all items x agents. Returns each item's
+    ``positions`` rows (items may repeat a qid: one per LMAD policy sharing the job)."""
+    positions = [list(it["witness_claims"]) for it in items]
+    rows: list[list[dict]] = [[] for _ in items]
     for rnd in range(1, rounds + 1):
         jobs = []
-        for it in items:
-            prev = positions[it["qid"]]
+        for n, it in enumerate(items):
+            prev = positions[n]
             for agent, temperature in enumerate(temperatures):
                 s = debate_seed(seed, it["qid"], iteration, rnd, agent)
                 others = {j: p for j, p in enumerate(prev) if j != agent}
                 req = debate_request(prompt, it["question"], it["committed"], it["segments"][agent],
                                      it["conflict"], prev[agent], others, agent, temperature, s, max_tokens)
-                jobs.append(({"qid": it["qid"], "iteration": iteration, "round": rnd, "agent": agent,
-                              "temperature": float(temperature), "seed": s}, req))
-        completions = run_batch(backend, [req for _, req in jobs])
-        new = {qid: list(p) for qid, p in positions.items()}
-        for (ident, _), c in zip(jobs, completions):
-            position, source = parse_position(c.text, positions[ident["qid"]][ident["agent"]])
-            new[ident["qid"]][ident["agent"]] = position
-            rows.append(ident | {"position": position, "position_source": source, "response": c.text,
-                                 **call_columns(c)})
+                jobs.append((n, {"qid": it["qid"], "iteration": iteration, "round": rnd, "agent": agent,
+                                 "temperature": float(temperature), "seed": s}, req))
+        completions = run_batch(backend, [req for _, _, req in jobs])
+        new = [list(p) for p in positions]
+        for (n, ident, _), c in zip(jobs, completions):
+            position, source = parse_position(c.text, positions[n][ident["agent"]])
+            new[n][ident["agent"]] = position
+            rows[n].append(ident | {"position": position, "position_source": source, "response": c.text,
+                                    **call_columns(c)})
         positions = new  # the next round sees this round's positions only now
     return rows

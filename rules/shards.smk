@@ -1,0 +1,46 @@
+# Sharding (config `shards: N`, README "Run on SLURM"): each dataset's questions split into
+# N shards, named {dataset}.shard{s}, that every question-level rule treats as datasets of
+# their own (separate jobs, data-parallel over GPUs or nodes); any per-question table a
+# judge or paper rule reads under results/{backbone}/{dataset}/ is merged from its shards.
+# Stage code in lmad.stages.shards.
+
+
+if SHARDS > 1:
+
+    localrules:
+        shard_data,
+        merge_shards,
+
+    rule shard_data:
+        input:
+            questions="results/data/{dataset}.parquet",
+        output:
+            shard_questions="results/data/{dataset}.shard{shard}.parquet",
+        log:
+            "logs/shard_data/{dataset}.shard{shard}.log",
+        wildcard_constraints:
+            dataset=DATASET_NAMES,
+            shard=r"\d+",
+        params:
+            shard=lambda w: int(w.shard),
+            shards=SHARDS,
+        conda:
+            "../envs/pipeline.yaml"
+        script:
+            "../workflow/scripts/shard_data.py"
+
+    rule merge_shards:
+        input:
+            parts=shard_parts,
+        output:
+            merged="results/{backbone}/{dataset}/{table}.parquet",
+        log:
+            "logs/{backbone}/{dataset}/merge/{table}.log",
+        wildcard_constraints:
+            dataset=DATASET_NAMES,
+            # per-question tables live in subfolders (predictions/, samples/, <method>/)
+            table=r"[^/]+/.+",
+        conda:
+            "../envs/pipeline.yaml"
+        script:
+            "../workflow/scripts/merge_shards.py"

@@ -1,0 +1,42 @@
+"""The embedded backend's own decode loop on the real model: a request's output does not
+depend on the batch it shares (seeds, temperatures, budgets and grammars are per row)."""
+import json
+
+import pytest
+
+from lmad.backends.base import ChatRequest
+from lmad.backends.transformers_backend import TransformersBackend
+
+pytestmark = pytest.mark.model
+
+
+def ask(text, **kw):
+    return ChatRequest(messages=(("user", text),), **kw)
+
+
+def test_batched_decoding_equals_one_by_one(smollm2_dir):
+    backend = TransformersBackend("smollm2-135m", str(smollm2_dir), batch_size=1, threads=2)
+    requests = [
+        ask("Where was Jane Austen born? Answer briefly.", max_tokens=24),
+        ask("Name a river in Germany.", temperature=0.9, seed=1, max_tokens=20),
+        ask("Name a river in Germany.", temperature=0.9, seed=2, max_tokens=20),
+        ask("Is Paris in France? Reply yes or no.", max_tokens=4, constraint={"choice": ["yes", "no"]}),
+        ask("List two facts about the Rhine as JSON.", temperature=0.5, seed=3, max_tokens=40,
+            constraint={"json": {"type": "object", "properties": {"claims": {
+                "type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 40}}},
+                "required": ["claims"]}}),
+        ask("Count from one to ten in words.", max_tokens=12, stop=("five",)),
+    ]
+    alone = backend.generate(requests)
+    backend.batch_size = 16
+    together = backend.generate(requests)
+    assert [c.text for c in together] == [c.text for c in alone]
+    assert [c.completion_tokens for c in together] == [c.completion_tokens for c in alone]
+    for req, c in zip(requests, together):
+        assert 0 < c.completion_tokens <= req.max_tokens and c.prompt_tokens > 0
+    assert together[3].text in ("yes", "no") and together[3].finish_reason == "stop"
+    if together[4].finish_reason == "stop":  # a completed grammar is valid JSON
+        assert len(json.loads(together[4].text)["claims"]) <= 2
+    assert "five" not in together[5].text
+    # seeded sampled rows repeat exactly in another batch
+    assert backend.generate(requests[1:3]) == together[1:3]
