@@ -74,9 +74,10 @@ def test_paper_config_asks_for_gpus_on_model_rules_only(paper_plan):
             assert "cpus_per_gpu" not in res, (rule, res)
             # the profile's default resources
             assert (res["mem_mb"], res["runtime"]) == ("4000", "60"), (rule, res)
-    # the judge (Qwen2.5-32B, tensor_parallel_size 2) asks for two GPUs on every job
+    # the judge (Qwen2.5-32B, tensor_parallel_size 2) asks for two GPUs on every job: one
+    # job per backbone judges all four datasets
     judge = [res for rule, _, res in jobs if rule == "judge"]
-    assert len(judge) == 20 and {r["gpu"] for r in judge} == {"2"}
+    assert len(judge) == 5 and {r["gpu"] for r in judge} == {"2"}
 
 
 def test_model_resources_follow_each_backbone_and_overrides(workdir):
