@@ -4,7 +4,7 @@ import re
 from snakemake.utils import validate
 
 from lmad.protocols.debate import PROTOCOLS as DEBATE_PROTOCOLS, setting_of
-from lmad.stages.shards import shard_names
+from lmad.stages.shards import shard_name, shard_names
 
 
 validate(config, schema="../config/schema/config.schema.yaml")
@@ -27,7 +27,7 @@ def job_datasets(wildcards=None):
     """The work datasets of one stage job, in config order: patterns with a {shard}
     wildcard (rule outputs), or concrete for a job's wildcards (input functions)."""
     shard = "{shard}" if wildcards is None else getattr(wildcards, "shard", None)
-    return [d if SHARDS == 1 else f"{d}.shard{shard}" for d in config["datasets"]]
+    return [d if SHARDS == 1 else shard_name(d, shard) for d in config["datasets"]]
 
 
 def question_tables():

@@ -20,6 +20,7 @@ from ..backends import open_backend
 from ..prompts import load_prompt
 from ..protocols.debate import prediction_rows, protocol, run_round
 from ..schemas import read_table, write_table
+from .units import check_aligned, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,8 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
     bad = [k for k in prompt_files if not k.startswith(PROMPT_PREFIX)]
     if bad:
         raise TypeError(f"debate_round: unexpected arguments {bad}")
-    for name, paths in {"samples": samples, "steps": steps, "state": state, "proposals": proposals,
-                        "previous": previous, "previous_state": previous_state}.items():
-        if paths is not None and len(paths) != len(questions):
-            raise ValueError(f"debate_round: {len(paths)} {name} paths for {len(questions)} datasets")
+    check_aligned("debate_round", len(questions), samples=samples, steps=steps, state=state, proposals=proposals,
+                  previous=previous, previous_state=previous_state)
     prompts = {k[len(PROMPT_PREFIX):]: load_prompt(v) for k, v in prompt_files.items()}
     owner, qs = {}, []
     for u, path in enumerate(questions):
@@ -61,8 +60,8 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
         proposals=rows("samples", proposals))
     for name, table, paths in (("samples", result.samples, samples), ("debate_steps", result.steps, steps),
                                ("debate_state", result.state, state)):
-        for u, path in enumerate(paths):
-            write_table(name, [r for r in table if owner[r["qid"]] == u], path, provenance)
+        for path, unit_rows in zip(paths, split_rows(len(paths), [owner[r["qid"]] for r in table], table)):
+            write_table(name, unit_rows, path, provenance)
     stops = Counter(s["stop_reason"] for s in result.state if not s["active"] and s["stop_round"] == round_index)
     source = "reused the shared proposals; " if proposals else ""
     log.info("%s round %d: %d active questions of %d datasets, %s%d model calls (%d answers, %d other steps); "

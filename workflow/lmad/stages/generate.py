@@ -7,6 +7,7 @@ from ..backends import open_backend
 from ..prompts import load_prompt
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, sample_rows, solver_request
+from .units import check_aligned, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -19,8 +20,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], model: dict,
     ``proposals`` (the shared round-0 proposals of SC, MAD, Consensus and LMAD) uses the
     persona temperatures; ``cot`` uses a single agent at temperature 0.
     """
-    if len(samples) != len(questions):
-        raise ValueError(f"{len(samples)} samples tables for {len(questions)} question tables")
+    check_aligned("generate", len(questions), samples=samples)
     solver = load_prompt(prompt)
     jobs, owners, total = [], [], 0
     for u, path in enumerate(questions):
@@ -34,10 +34,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], model: dict,
                 owners.append(u)
     backend = open_backend(model, cache_dir)
     rows = sample_rows(backend, jobs)
-    per_table: list[list[dict]] = [[] for _ in questions]
-    for u, row in zip(owners, rows):
-        per_table[u].append(row)
-    for u, path in enumerate(samples):
-        write_table("samples", per_table[u], path, provenance)
+    for path, unit_rows in zip(samples, split_rows(len(samples), owners, rows)):
+        write_table("samples", unit_rows, path, provenance)
     log.info("%s: %d questions of %d datasets x %d agents; %s", stage, total, len(questions), len(temperatures),
              backend.stats())

@@ -36,6 +36,7 @@ from ..protocols.lmad.resolve import parse_repair, resolution_request
 from ..protocols.lmad.trace import build_trace, prediction_rows
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, sample_rows, solver_request
+from .units import check_aligned, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +52,7 @@ class _Units:
 
     def __init__(self, units: list, questions: list[str], **aligned: list[str] | None):
         self.names = [tuple(u) for u in units]
-        for name, paths in {"questions": questions, **aligned}.items():
-            if paths is not None and len(paths) != len(self.names):
-                raise ValueError(f"{name}: {len(paths)} paths for {len(self.names)} units")
+        check_aligned("lmad", len(self.names), questions=questions, **aligned)
         loaded: dict[str, dict] = {}
         for path in questions:
             if path not in loaded:
@@ -90,14 +89,6 @@ def _by_qid(rows: list[dict]) -> dict[str, list[dict]]:
 
 def _table(name: str, path: str) -> list[dict]:
     return read_table(name, path).to_dicts()
-
-
-def _split(n: int, owners: list[int], rows: list[dict]) -> list[list[dict]]:
-    """Rows of one batch back to their units (``owners[i]`` is row i's unit)."""
-    out: list[list[dict]] = [[] for _ in range(n)]
-    for u, row in zip(owners, rows, strict=True):
-        out[u].append(row)
-    return out
 
 
 def _stats(backend) -> str:
@@ -140,7 +131,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
                 owners.append(u)
     backend = open_backend(model, cache_dir) if jobs else None
     rows = sample_rows(backend, jobs) if backend else []
-    for u, unit_rows in enumerate(_split(len(us), owners, rows)):
+    for u, unit_rows in enumerate(split_rows(len(us), owners, rows)):
         write_table("samples", unit_rows, samples[u], provenance)
     log.info("iteration %d: %d solver calls over %d units; %s", iteration, len(jobs), len(us), _stats(backend))
 
@@ -168,7 +159,7 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
                     "answer_norm": normalize_answer(r["answer"]), "rationale": r["response"], "raw_output": c.text,
                     "parse_error": chain.parse_error, "raw_nodes": chain.raw_nodes, "node_flags": chain.node_flags,
                     "nodes": chain.nodes, "fallback": chain.fallback, **call_columns(c)})
-    for u, unit_rows in enumerate(_split(len(us), owners, out)):
+    for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
         write_table("lmad_chains", unit_rows, chains[u], provenance)
     fallbacks = sum(bool(r["fallback"]) for r in out)
     log.info("iteration %d: %d chains extracted over %d units (%d fallbacks); %s", iteration, len(out), len(us),
@@ -196,7 +187,7 @@ def localize(questions: list[str], chains: list[str], prompt: str, localizations
         chain_list = [r["nodes"] for r in rows]
         loc = parse_localization(c.text, [len(ch) for ch in chain_list])
         out.append(localization_row(qid, iteration, chain_list, loc, c.text) | call_columns(c))
-    for u, unit_rows in enumerate(_split(len(us), owners, out)):
+    for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
         write_table("lmad_localizations", unit_rows, localizations[u], provenance)
     fell = sum(any(r["witness_fallback"]) for r in out)
     log.info("iteration %d: %d conflicts localized over %d units (%d with a witness fallback); %s", iteration,
@@ -253,7 +244,7 @@ def resolve(questions: list[str], localizations: list[str], positions: list[str]
         rep = parse_repair(c.text)
         out.append({"qid": r["qid"], "iteration": iteration, "nodes": rep.nodes, "quotes": rep.quotes,
                     "raw_output": c.text, "parse_error": rep.parse_error, **call_columns(c)})
-    for u, unit_rows in enumerate(_split(len(us), owners, out)):
+    for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
         write_table("lmad_repairs", unit_rows, repairs[u], provenance)
     log.info("iteration %d: %d repairs proposed over %d units; %s", iteration, len(out), len(us), _stats(backend))
 

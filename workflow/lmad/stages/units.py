@@ -1,0 +1,19 @@
+"""Stage jobs that serve several datasets (or LMAD (dataset, method) units) in one batch:
+every path argument is a list aligned with the units, and rows of the batch go back to
+the unit that asked for them."""
+from __future__ import annotations
+
+
+def check_aligned(stage: str, n: int, **paths: list[str] | None) -> None:
+    """Every given path list has one entry per unit."""
+    for name, value in paths.items():
+        if value is not None and len(value) != n:
+            raise ValueError(f"{stage}: {len(value)} {name} paths for {n} units")
+
+
+def split_rows(n: int, owners: list[int], rows: list[dict]) -> list[list[dict]]:
+    """Rows of one batch back to their units (``owners[i]`` is row i's unit)."""
+    out: list[list[dict]] = [[] for _ in range(n)]
+    for u, row in zip(owners, rows, strict=True):
+        out[u].append(row)
+    return out
