@@ -7,6 +7,7 @@ rule analyze:
     input:
         judgments=analysis_judgments,
         predictions=analysis_predictions,
+        validation=judge_validation_file(),
     output:
         accuracy="results/{backbone}/analysis/accuracy.parquet",
         table_csv="results/{backbone}/analysis/table.csv",
@@ -18,6 +19,7 @@ rule analyze:
         methods=config["methods"],
         datasets=list(config["datasets"]),
         bootstrap_resamples=config["analysis"]["bootstrap_resamples"],
+        metric=config["analysis"]["metric"],
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
@@ -28,6 +30,7 @@ rule analyze:
 rule plot_accuracy:
     input:
         accuracy="results/{backbone}/analysis/accuracy.parquet",
+        validation=judge_validation_file(),
     output:
         png=report(
             "results/{backbone}/analysis/accuracy.png",
@@ -40,6 +43,7 @@ rule plot_accuracy:
     params:
         methods=config["methods"],
         datasets=list(config["datasets"]),
+        metric=config["analysis"]["metric"],
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -105,7 +105,8 @@ def dataset_spec(name):
 
 def dataset_source(wildcards):
     spec = config["datasets"][wildcards.dataset]
-    return [spec["path"]] if spec.get("source", "jsonl") == "jsonl" else []
+    files = [spec["path"]] if spec.get("source", "jsonl") == "jsonl" else []
+    return files + ([spec["aliases_path"]] if spec.get("aliases_path") else [])
 
 
 def stage_temperatures(stage):
@@ -131,6 +132,11 @@ def judge_inputs(wildcards):
     return [p for d in config["datasets"] for p in predictions_of(wildcards.backbone, d)]
 
 
+def judge_validation_file(name="validation.parquet"):
+    """A file of the run's judge validation (one judge model per run; rules/judge.smk)."""
+    return f"results/judge/{config['judge']['model']}/{name}"
+
+
 def analysis_judgments(wildcards):
     return expand(
         "results/{backbone}/{dataset}/judgments.parquet",
@@ -148,7 +154,7 @@ def all_outputs():
         "results/{backbone}/analysis/{name}",
         backbone=config["backbones"],
         name=["table.md", "accuracy.png"],
-    ) + ["results/manifest.json", *paper_outputs()]
+    ) + ["results/manifest.json", judge_validation_file("validation.md"), *paper_outputs()]
 
 
 # ---- LMAD (rules/lmad.smk): iteration k of a method lives in results/{backbone}/{dataset}/{method}/iter{k}/;

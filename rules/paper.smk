@@ -24,6 +24,7 @@ rule paper:
 
 rule paper_table1:
     input:
+        validation=judge_validation_file(),
         judgments=paper_judgments(),
     output:
         csv="results/paper/table1.csv",
@@ -32,7 +33,9 @@ rule paper_table1:
     log:
         "logs/paper/table1.log",
     params:
+        metric=config["analysis"]["metric"],
         code=paper_code(
+            "lmad.headline.headline",
             "lmad.stages.paper.table1",
             "lmad.paper.tables.table1_block",
             "lmad.paper.tables.table1_markdown",
@@ -54,6 +57,7 @@ rule paper_table1:
 
 rule paper_table2:
     input:
+        validation=judge_validation_file(),
         judgments=paper_judgments(),
         traces=paper_traces(["lmad"]),
     output:
@@ -63,7 +67,9 @@ rule paper_table2:
     log:
         "logs/paper/table2.log",
     params:
+        metric=config["analysis"]["metric"],
         code=paper_code(
+            "lmad.headline.headline",
             "lmad.stages.paper.table2",
             "lmad.stages.paper.gate_activated",
             "lmad.paper.tables.table2_block",
@@ -97,6 +103,7 @@ rule paper_cost:
 
 rule paper_headroom:
     input:
+        validation=judge_validation_file(),
         questions=paper_questions(),
         proposals=paper_proposals(),
         judgments=paper_judgments(),
@@ -106,7 +113,9 @@ rule paper_headroom:
     log:
         "logs/paper/headroom.log",
     params:
+        metric=config["analysis"]["metric"],
         code=paper_code(
+            "lmad.headline.headline",
             "lmad.stages.paper.headroom_table",
             "lmad.stages.paper.headroom_frame",
             "lmad.paper.headroom.question_flags",
@@ -122,6 +131,7 @@ rule paper_headroom:
 
 rule paper_fig_accuracy:
     input:
+        validation=judge_validation_file(),
         judgments=paper_judgments(),
     output:
         png=report("results/paper/accuracy.png", caption="../config/report/paper_accuracy.rst", category="Paper"),
@@ -129,7 +139,10 @@ rule paper_fig_accuracy:
     log:
         "logs/paper/fig_accuracy.log",
     params:
-        code=paper_code("lmad.stages.paper.fig_accuracy", "lmad.paper.figures.accuracy"),
+        metric=config["analysis"]["metric"],
+        code=paper_code(
+            "lmad.headline.headline",
+            "lmad.stages.paper.fig_accuracy", "lmad.paper.figures.accuracy"),
         backbones=config["backbones"],
         datasets=list(config["datasets"]),
         methods=config["methods"],
@@ -141,6 +154,7 @@ rule paper_fig_accuracy:
 
 rule paper_fig_pareto:
     input:
+        validation=judge_validation_file(),
         judgments=paper_judgments(),
         predictions=paper_predictions(),
     output:
@@ -149,7 +163,10 @@ rule paper_fig_pareto:
     log:
         "logs/paper/fig_pareto.log",
     params:
-        code=paper_code("lmad.stages.paper.fig_pareto", "lmad.paper.figures.pareto"),
+        metric=config["analysis"]["metric"],
+        code=paper_code(
+            "lmad.headline.headline",
+            "lmad.stages.paper.fig_pareto", "lmad.paper.figures.pareto"),
         backbones=config["backbones"],
         datasets=list(config["datasets"]),
         methods=config["methods"],
@@ -206,6 +223,7 @@ rule paper_fig_trace:
 
 rule paper_viewer:
     input:
+        validation=judge_validation_file(),
         questions=paper_questions(),
         judgments=paper_judgments,
         traces=paper_traces(),
@@ -216,7 +234,9 @@ rule paper_viewer:
     log:
         "logs/paper/viewer_{backbone}.log",
     params:
+        metric=config["analysis"]["metric"],
         code=paper_code(
+            "lmad.headline.headline",
             "lmad.stages.paper.viewer",
             "lmad.paper.viewer.collect",
             "lmad.paper.viewer.render",

@@ -9,6 +9,7 @@ from lmad.answers import (
     exact_match,
     extract_answer,
     f1_score,
+    is_yes_no_question,
     majority_vote,
     normalize_answer,
     normalize_hotpot,
@@ -153,12 +154,39 @@ def test_normalize_matches_official(raw, norm):
         ("Nothing", None),
         ("Yesterday", None),
         ("Paris", None),
+        ("No. 5", None),  # "number 5", never a no
+        ("No. 10 Downing Street", None),
+        ("no.7", None),
     ],
 )
 def test_canonical_yes_no(raw, expected):
     assert canonical_yes_no(raw) == expected
-    if expected is not None:
-        assert normalize_answer(raw) == expected
+    # grouping for votes is the official normalization alone: "Yes, Minister" stays an entity
+    assert normalize_answer(raw) == normalize_hotpot(raw)
+
+
+@pytest.mark.parametrize("text, yes_no, expected", [
+    ("Answer: Yes, they are.", True, ("yes", "answer_line+yes_no")),
+    ("Answer: Yes, they are.", False, ("Yes, they are", "answer_line")),
+    ("Answer: No. 5", True, ("No. 5", "answer_line")),
+    ("Answer: TRUE", True, ("yes", "answer_line+yes_no")),
+    ("Answer: yes", True, ("yes", "answer_line")),
+    ("Answer: Yes Minister", True, ("Yes Minister", "answer_line")),
+])
+def test_extraction_reads_yes_no_only_for_yes_no_questions(text, yes_no, expected):
+    assert extract_answer(text, yes_no=yes_no) == expected
+
+
+@pytest.mark.parametrize("question, dataset, expected", [
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", "hotpotqa", True),
+    ("Are Mount Kilimanjaro and Mount Kenya located in the same country?", "2wikimultihopqa", True),
+    ("Which was founded first, Harvard University or Yale University?", "hotpotqa", False),
+    ("Who wrote the novel that the film The Shining is based on?", "musique", False),
+    ("Hydrogen's atomic number squared exceeds number of Spice Girls?", "strategyqa", True),
+    ("Isaac Newton was born where?", "hotpotqa", False),  # "Isaac" is not "is"
+])
+def test_yes_no_question_from_text(question, dataset, expected):
+    assert is_yes_no_question(question, dataset) is expected
 
 
 # ----------------------------------------------------------------- EM and F1
@@ -166,7 +194,7 @@ def test_canonical_yes_no(raw, expected):
 def test_exact_match():
     assert exact_match("the Eiffel Tower.", ["Eiffel Tower"]) == 1.0
     assert exact_match("Eiffel", ["Eiffel Tower"]) == 0.0
-    assert exact_match("Yes, both are.", ["yes"]) == 1.0
+    assert exact_match("Yes, both are.", ["yes"]) == 0.0  # the scorer never rewrites a prediction
     assert exact_match("NYC", ["New York City", "NYC"]) == 1.0
     assert exact_match("NYC", "NYC") == 1.0
     assert exact_match("x", []) == 0.0
@@ -200,8 +228,8 @@ def test_f1_yes_no_special_case():
     assert f1_score("no", ["no answer"]) == 0.0
     assert f1_score("yes", ["no"]) == 0.0
     assert f1_score("noanswer", ["noanswer available"]) == 0.0
-    assert f1_score("Yes, they are.", ["yes"]) == 1.0
-    assert f1_score("True", ["yes"]) == 1.0
+    assert f1_score("Yes, they are.", ["yes"]) == 0.0  # extraction, not the scorer, reads yes/no
+    assert f1_score("True", ["yes"]) == 0.0
     # token overlap with a non-yes/no gold still scores normally
     assert f1_score("No Doubt band", ["No Doubt"]) == pytest.approx(0.8)
 
@@ -243,11 +271,14 @@ def test_majority_vote_tie_with_order_key():
         majority_vote(answers, order_key=[1, 2])
 
 
-def test_majority_vote_yes_no_canonicalized():
-    ans, info = majority_vote(["No, they are not.", "Yes", "no", "True"])
-    assert info["tie"] is True and ans == "No, they are not."
-    ans, info = majority_vote(["No, they are not.", "Yes", "no"])
-    assert ans == "No, they are not." and info["winner_norm"] == "no"
+def test_majority_vote_groups_answers_as_extracted():
+    # yes/no questions: extraction already turned every reading into "yes"/"no"
+    answers = [extract_answer(t, yes_no=True)[0] for t in ("Answer: No, they are not.", "Answer: Yes", "Answer: no")]
+    ans, info = majority_vote(answers)
+    assert ans == "no" and info["winner_norm"] == "no" and not info["tie"]
+    # other questions: "Yes, Minister" is an entity, not a yes
+    ans, info = majority_vote(["Yes, Minister", "yes", "Yes Minister"])
+    assert info["winner_norm"] == "yes minister" and ans == "Yes, Minister"
 
 
 def test_majority_vote_empty_never_wins():
@@ -277,7 +308,7 @@ def test_majority_vote_deterministic():
 
 def test_all_agree():
     assert all_agree(["Paris", "the paris", "PARIS."])
-    assert all_agree(["Yes, both.", "yes", "true"])
+    assert not all_agree(["Yes, both.", "yes", "true"])  # read as yes/no only at extraction
     assert not all_agree(["Paris", "London"])
     assert not all_agree(["", ""])
     assert not all_agree(["Paris", ""])

@@ -389,3 +389,24 @@ def test_load_dataset_spec_resolves_samples_and_trims():
 def test_load_dataset_spec_rejects_bad_specs(spec, message):
     with pytest.raises(ValueError, match=message):
         load_dataset_spec(spec, REPO)
+
+
+def test_2wiki_aliases_from_the_official_id_aliases_file(tmp_path):
+    """The official 2Wiki evaluation accepts the answer entity's aliases and demonyms."""
+    import json
+
+    from lmad.data.loaders import load_dataset_spec
+
+    raw = json.loads((SHARED / "2wikimultihopqa.jsonl").read_text().splitlines()[0])
+    (tmp_path / "dev.jsonl").write_text(json.dumps(raw) + "\n")
+    (tmp_path / "id_aliases.json").write_text(
+        json.dumps({"Q_id": raw["answer_id"], "aliases": ["Harvest 3000 Years", raw["answer"]], "demonyms": []}) + "\n"
+        + json.dumps({"Q_id": "Q1", "aliases": ["unrelated"], "demonyms": ["x"]}) + "\n")
+    spec = {"name": "2wikimultihopqa", "source": "jsonl", "path": "dev.jsonl", "aliases_path": "id_aliases.json"}
+    [record] = load_dataset_spec(spec, tmp_path)
+    assert record["aliases"] == ["Harvest 3000 Years"]  # the answer itself is not repeated
+    [plain] = load_dataset_spec({k: v for k, v in spec.items() if k != "aliases_path"}, tmp_path)
+    assert plain["aliases"] == []
+    (tmp_path / "id_aliases.json").write_text('{"Q_id": "Q9", "aliases": "not a list"}\n')
+    with pytest.raises(DataError, match=r"id_aliases.json line 1: field 'aliases'"):
+        load_dataset_spec(spec, tmp_path)

@@ -33,7 +33,7 @@ def test_full_run_produces_every_table(finished):
         assert (analysis / name).stat().st_size > 0, name
     table = pl.read_csv(analysis / "table.csv")
     assert table["dataset"].to_list() == [*DATASETS, "Avg."]
-    assert set(table.columns) == {"dataset", "cot", "sc"}
+    assert set(table.columns) == {"metric", "dataset", "cot", "sc"}
     preds = pl.read_parquet(workdir / "results/scripted/hotpotqa/predictions/sc.parquet")
     assert preds["calls"].to_list() == [3, 3]
     # every rule logged something
@@ -59,7 +59,8 @@ def test_editing_judge_prompt_reruns_only_judging_and_analysis(finished):
     planned = set(re.findall(r"^rule (\w+):", proc.stdout, flags=re.MULTILINE))
     # judging and everything computed from judgments (per-backbone analysis, paper tables)
     assert "judge" in planned
-    assert {r for r in planned if not r.startswith("paper")} <= {"judge", "analyze", "plot_accuracy", "manifest", "all"}
+    assert {r for r in planned if not r.startswith("paper")} <= {"judge", "judge_validation", "analyze", "plot_accuracy",
+                                                                 "manifest", "all"}
 
     snakemake(workdir)
     assert upstream == mtimes(workdir / "results", "scripted/*/samples/*.parquet") | mtimes(
@@ -68,7 +69,8 @@ def test_editing_judge_prompt_reruns_only_judging_and_analysis(finished):
     assert all(after_judged[p] != downstream[p] for p in downstream)
     # the only new model calls are judge calls: zero generation calls
     new = cache_entries(workdir) - before
-    judge_logs = "".join(p.read_text() for p in (workdir / "logs").rglob("judge.log"))
+    judge_logs = "".join(p.read_text() for p in [*(workdir / "logs").rglob("judge.log"),
+                                                  *(workdir / "logs" / "judge_validation").glob("*.log")])
     misses = sum(int(m) for m in re.findall(r"misses=(\d+)", judge_logs))
     assert len(new) == misses > 0
 

@@ -4,12 +4,13 @@ Model output is untrusted text.  Nothing here evaluates it; everything is
 plain regular-expression parsing, and :func:`extract_answer` reports which
 rule produced the answer so that fallbacks can be counted downstream.
 
-Scoring follows the official HotpotQA evaluation script
-(``hotpot_evaluate_v1.py``): the same normalization (lowercase, drop
-punctuation, drop the articles *a/an/the*, collapse whitespace), the same
-exact match and the same token F1, including its yes/no/noanswer special
-case.  On top of the official normalization we canonicalize yes/no answers
-(see :func:`canonical_yes_no`) so that "Yes, they are." scores as "yes".
+Scoring follows each benchmark's official script and never alters a prediction
+(:func:`score`): HotpotQA's ``hotpot_evaluate_v1.py`` for HotpotQA and
+2WikiMultiHopQA (whose script is adapted from it), MuSiQue's own SQuAD-style
+EM/F1 for MuSiQue, and yes/no exact match for StrategyQA; always the max over
+the answer and its aliases.  Only *extraction* knows about yes/no questions:
+``extract_answer(text, yes_no=True)`` turns "Yes, they are." into "yes" and
+says so in its method (``…+yes_no``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ __all__ = [
     "normalize_hotpot",
     "canonical_yes_no",
     "normalize_answer",
+    "is_yes_no_question",
+    "SCORING_RULES",
+    "scoring_rules",
+    "score",
     "exact_match",
     "f1_score",
     "majority_vote",
@@ -131,8 +136,13 @@ def _clean(segment: str) -> str:
     return text
 
 
-def extract_answer(text: str) -> tuple[str, str]:
+def extract_answer(text: str, yes_no: bool = False) -> tuple[str, str]:
     """Extract a short answer from free-form model output.
+
+    With ``yes_no`` (the question is a yes/no question, see
+    :func:`is_yes_no_question`) an answer that reads as yes or no
+    (:func:`canonical_yes_no`) becomes exactly ``"yes"``/``"no"`` and the method
+    gets the suffix ``+yes_no``; otherwise the answer is left as written.
 
     Returns ``(answer, method)``; ``method`` names the rule that fired:
 
@@ -157,6 +167,15 @@ def extract_answer(text: str) -> tuple[str, str]:
     sentence kept, and answers over ``MAX_ANSWER_WORDS`` (20) words cut to
     their first clause, then hard-cut to 20 words.
     """
+    answer, method = _extract(text)
+    if yes_no and answer:
+        yn = canonical_yes_no(answer)
+        if yn is not None and yn != answer:
+            return yn, f"{method}+yes_no"
+    return answer, method
+
+
+def _extract(text: str) -> tuple[str, str]:
     if not isinstance(text, str) or not text.strip():
         return "", "empty"
 
@@ -209,24 +228,29 @@ _YES_NO_LEAD = re.compile(
     r"^[\s\"'“”‘’*_`(\[]*(yes|no|true|false)(?=\s*(?:[,.;:!?)\]–—\"'”’*]|\s-\s))",
     re.IGNORECASE,
 )
+# "No. 5", "No. 10 Downing Street", "no.7": the abbreviation of "number", never a no.
+_NUMBER_ABBREV = re.compile(r"^[\s\"'“”‘’*_`(\[]*no\s*\.\s*\d", re.IGNORECASE)
 
 
 def canonical_yes_no(s: str) -> str | None:
-    """Return ``"yes"``/``"no"`` if ``s`` is a yes/no answer, else ``None``.
+    """Return ``"yes"``/``"no"`` if ``s`` reads as a yes/no answer, else ``None``.
 
-    ``s`` is a yes/no answer when
+    ``s`` reads as yes/no when
 
     * its official normalization is exactly ``yes``/``no``/``true``/``false``
       (``"No."``, ``"TRUE"``, ``"**Yes**"``), or
     * its first word is one of those four and is immediately followed by
       punctuation (``"Yes, they are"``, ``"No. Both are..."``,
-      ``"False - it was 1990"``).
+      ``"False - it was 1990"``),
 
-    A first word followed by more words *without* punctuation is **not**
-    canonicalized, because titles such as "No Doubt", "Yes Minister" or
-    "True Detective" are legitimate entity answers.  ``true``/``false`` map to
-    ``yes``/``no``.
+    except "No." followed by a number ("No. 5", "No. 10 Downing Street"), which
+    abbreviates "number".  A first word followed by more words *without*
+    punctuation is never yes/no: "No Doubt", "Yes Minister" and "True
+    Detective" are entities.  Used by extraction for yes/no questions only
+    (:func:`extract_answer`); the scorer never calls it.
     """
+    if _NUMBER_ABBREV.match(s):
+        return None
     norm = normalize_hotpot(s)
     if norm in _YES_NO:
         return _YES_NO[norm]
@@ -237,9 +261,28 @@ def canonical_yes_no(s: str) -> str | None:
 
 
 def normalize_answer(s: str) -> str:
-    """Official HotpotQA normalization plus yes/no canonicalization."""
-    yn = canonical_yes_no(s)
-    return yn if yn is not None else normalize_hotpot(s)
+    """The key answers are grouped by (votes, agreement): the official HotpotQA
+    normalization.  Yes/no canonicalization happens earlier, at extraction, and only
+    for yes/no questions, so "Yes, Minister" stays an entity here."""
+    return normalize_hotpot(s)
+
+
+# Question-initial auxiliaries and modals: "Were X and Y of the same nationality?",
+# "Could Shakespeare have ...?" ask for yes or no; wh-questions never do.
+_YES_NO_QUESTION = re.compile(
+    r"^\W*(?:is|are|was|were|am|do|does|did|can|could|has|have|had|will|would|shall|should|may|might|must)\b",
+    re.IGNORECASE,
+)
+
+
+def is_yes_no_question(question: str, dataset: str = "") -> bool:
+    """Whether a question asks for yes or no, from its text alone (never the gold):
+    every StrategyQA question; otherwise a question that opens with an auxiliary or
+    modal verb (HotpotQA and 2Wiki comparison questions such as "Are both ... from the
+    same country?")."""
+    if dataset and _known(dataset) and scoring_rules(dataset) == "yes_no":
+        return True
+    return bool(_YES_NO_QUESTION.match(question or ""))
 
 
 def _as_list(golds: str | Sequence[str]) -> list[str]:
@@ -248,37 +291,80 @@ def _as_list(golds: str | Sequence[str]) -> list[str]:
     return [g for g in golds if g is not None]
 
 
-def exact_match(pred: str, golds: str | Sequence[str]) -> float:
-    """1.0 if the normalized prediction equals any normalized gold, else 0.0."""
-    p = normalize_answer(pred)
-    return float(any(p == normalize_answer(g) for g in _as_list(golds)))
+#: Benchmark → official scoring rules.  2WikiMultiHopQA's official script is HotpotQA's
+#: (adapted, same normalization and F1 special case); its aliases come from the data.
+SCORING_RULES = {"hotpotqa": "hotpotqa", "2wikimultihopqa": "hotpotqa", "musique": "musique",
+                 "strategyqa": "yes_no"}
+_SHARD = re.compile(r"\.shard\d+$")
 
 
-def _f1_single(pred_norm: str, gold_norm: str) -> float:
+def _known(dataset: str) -> bool:
+    return _SHARD.sub("", dataset) in SCORING_RULES
+
+
+def scoring_rules(dataset: str) -> str:
+    """The official rules of a dataset (its benchmark name, or a shard of it)."""
+    try:
+        return SCORING_RULES[_SHARD.sub("", dataset)]
+    except KeyError:
+        raise ValueError(f"no official scoring rules for dataset {dataset!r}; "
+                         f"known: {', '.join(SCORING_RULES)}") from None
+
+
+def _f1_hotpot(pred_norm: str, gold_norm: str) -> float:
+    # hotpot_evaluate_v1.f1_score: a yes/no/noanswer mismatch scores 0 whatever the overlap
     special = ("yes", "no", "noanswer")
     if (pred_norm in special or gold_norm in special) and pred_norm != gold_norm:
         return 0.0
+    return _token_f1(pred_norm.split(), gold_norm.split())
+
+
+def _f1_squad(pred_norm: str, gold_norm: str) -> float:
+    # MuSiQue's metrics/answer.py (SQuAD v2): no special case; two empty sides score 1
     p_toks, g_toks = pred_norm.split(), gold_norm.split()
-    common = Counter(p_toks) & Counter(g_toks)
-    same = sum(common.values())
+    if not p_toks or not g_toks:
+        return float(p_toks == g_toks)
+    return _token_f1(p_toks, g_toks)
+
+
+def _token_f1(p_toks: list[str], g_toks: list[str]) -> float:
+    same = sum((Counter(p_toks) & Counter(g_toks)).values())
     if same == 0:
         return 0.0
-    precision = same / len(p_toks)
-    recall = same / len(g_toks)
+    precision, recall = same / len(p_toks), same / len(g_toks)
     return 2 * precision * recall / (precision + recall)
 
 
-def f1_score(pred: str, golds: str | Sequence[str]) -> float:
-    """Official HotpotQA token F1, maximised over golds (answer + aliases).
+def score(pred: str, golds: str | Sequence[str], rules: str = "hotpotqa") -> tuple[float, float]:
+    """(EM, F1) of a prediction as the benchmark's official script computes them, maximised
+    over golds (answer + aliases).  The prediction is scored as written.
 
-    If either normalized side is ``yes``/``no``/``noanswer`` and the two
-    differ the score is 0 (the official special case).
-    """
-    p = normalize_answer(pred)
+    ``rules``: ``hotpotqa`` (HotpotQA, 2Wiki), ``musique``, or ``yes_no`` (StrategyQA: EM
+    of the normalized prediction against the yes/no gold; F1 equals EM, the benchmark
+    reports accuracy only)."""
     gs = _as_list(golds)
     if not gs:
-        return 0.0
-    return max(_f1_single(p, normalize_answer(g)) for g in gs)
+        return 0.0, 0.0
+    p = normalize_hotpot(pred)
+    norms = [normalize_hotpot(g) for g in gs]
+    em = float(any(p == g for g in norms))
+    if rules == "hotpotqa":
+        return em, max(_f1_hotpot(p, g) for g in norms)
+    if rules == "musique":
+        return em, max(_f1_squad(p, g) for g in norms)
+    if rules == "yes_no":
+        return em, em
+    raise ValueError(f"unknown scoring rules {rules!r}; expected hotpotqa, musique or yes_no")
+
+
+def exact_match(pred: str, golds: str | Sequence[str], rules: str = "hotpotqa") -> float:
+    """Official exact match (see :func:`score`)."""
+    return score(pred, golds, rules)[0]
+
+
+def f1_score(pred: str, golds: str | Sequence[str], rules: str = "hotpotqa") -> float:
+    """Official token F1, maximised over golds (see :func:`score`)."""
+    return score(pred, golds, rules)[1]
 
 
 # --------------------------------------------------------------------------

@@ -50,10 +50,23 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("judge_model", _str), ("judge_verdict", _str), ("judge_correct", _f64), ("judge_raw", _str),
         ("em", _f64), ("f1", _f64), *_CALL,
     ]), ["method", "qid"]),
-    # per-backbone accuracy summary (rule analyze)
+    # one known-answer battery item judged by the run's judge (rule judge_validation): expected = a
+    # correct judge says "correct"; kind = how the candidate was made (lmad.judge_battery)
+    "judge_battery": (pa.schema([
+        ("dataset", _str), ("qid", _str), ("item", _int), ("kind", _str), ("expected", _bool), ("candidate", _str),
+        ("gold", _str), ("judge_model", _str), ("judge_verdict", _str), ("judge_raw", _str), *_CALL,
+    ]), ["dataset", "qid", "item"]),
+    # the judge's validation result: recall on each side, the two-sided floor, pass/fail and why
+    "judge_validation": (pa.schema([
+        ("judge_model", _str), ("n_correct_items", _int), ("n_incorrect_items", _int), ("tpr", _f64), ("tnr", _f64),
+        ("balanced_acc", _f64), ("n_unscored", _int), ("unscored_rate", _f64), ("min_recall", _f64),
+        ("passed", _bool), ("reason", _str),
+    ]), ["judge_model"]),
+    # per-backbone accuracy summary (rule analyze); judge_acc counts unscored replies as incorrect,
+    # judge_em_kappa = Cohen's κ between judge verdicts and EM on the cell's predictions
     "accuracy": (pa.schema([
-        ("backbone", _str), ("dataset", _str), ("method", _str), ("n", _int), ("n_scored", _int),
-        ("judge_acc", _f64), ("em", _f64), ("f1", _f64),
+        ("backbone", _str), ("dataset", _str), ("method", _str), ("n", _int), ("n_unscored", _int),
+        ("judge_acc", _f64), ("em", _f64), ("f1", _f64), ("judge_em_kappa", _f64),
         ("calls_per_q", _f64), ("prompt_tokens_per_q", _f64), ("completion_tokens_per_q", _f64),
     ]), ["backbone", "dataset", "method"]),
     # ---- LMAD (lmad.protocols.lmad): one table per stage per iteration, then the trace ----

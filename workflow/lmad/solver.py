@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable, Sequence
 
-from .answers import extract_answer, normalize_answer
+from .answers import extract_answer, is_yes_no_question, normalize_answer
 from .backends import Backend, ChatRequest
 from .prompts import Prompt, format_committed, format_context
 
@@ -27,15 +27,21 @@ def solver_request(prompt: Prompt, question: dict, temperature: float, seed: int
     return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed)
 
 
+def job_yes_no(question: dict) -> bool:
+    """Whether answers to this question are read as yes/no at extraction."""
+    return is_yes_no_question(question["question"], question["dataset"])
+
+
 def sample_rows(backend: Backend, jobs: Iterable[dict]) -> list[dict]:
     """Run solver jobs as ONE batch. A job is a ``samples`` row's identity columns
-    (qid, stage, round, agent, temperature, seed) plus its ``request``."""
+    (qid, stage, round, agent, temperature, seed) plus its ``request`` and ``yes_no`` (the
+    question asks for yes or no: see :func:`job_yes_no`)."""
     jobs = list(jobs)
     completions = backend.generate([j["request"] for j in jobs])
     rows = []
     for job, c in zip(jobs, completions):
-        answer, method = extract_answer(c.text)
-        rows.append({k: v for k, v in job.items() if k != "request"} | {
+        answer, method = extract_answer(c.text, yes_no=job.get("yes_no", False))
+        rows.append({k: v for k, v in job.items() if k not in ("request", "yes_no")} | {
             "response": c.text, "answer": answer, "answer_norm": normalize_answer(answer),
             "answer_method": method, "prompt_tokens": c.prompt_tokens,
             "completion_tokens": c.completion_tokens, "finish_reason": c.finish_reason, "cached": c.cached,

@@ -37,7 +37,9 @@ def make_backend(spec: dict[str, Any]) -> Backend:
 def backend_identity(spec: dict[str, Any]) -> str:
     """The model identity in cache keys, computed without loading the model."""
     if spec["backend"] == "scripted":
-        return f"{spec.get('name', 'scripted')}@test-double"
+        from .scripted import scripted_identity
+
+        return scripted_identity(spec.get("name", "scripted"), spec.get("judge_mode", "hash"))
     if spec["backend"] == "openai":  # a served model: only a configured revision fingerprints it
         return model_identity(spec["name"], None, spec.get("revision"))
     return model_identity(spec["name"], spec.get("model"), spec.get("revision"))

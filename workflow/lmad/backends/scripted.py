@@ -5,6 +5,12 @@ one, it plays a plausible solver: the answer is the title of one of the numbered
 passages, chosen from a hash of the prompt, seed and temperature, so agents at
 different temperatures sometimes disagree. Constrained requests get a value that
 satisfies the constraint.
+
+``judge_mode`` (model config) scripts the correct/incorrect judge: ``hash`` (default, a
+value picked by hash), ``oracle`` (correct iff the prediction contains a reference answer
+after normalization: a perfect judge on the known-answer battery), ``always_correct``,
+``always_incorrect`` or ``garbage`` (a reply outside the allowed choices, e.g. a judge
+that ignores its constraint).
 """
 from __future__ import annotations
 
@@ -38,10 +44,33 @@ def instance_of(schema: dict, pick: int) -> object:
     return f"claim {pick % 7}"
 
 
+JUDGE_MODES = ("hash", "oracle", "always_correct", "always_incorrect", "garbage")
+
+
+def _oracle_verdict(prompt: str) -> str:
+    from ..answers import normalize_hotpot
+
+    ref = re.search(r"^Reference answer: (.*)$", prompt, flags=re.MULTILINE)
+    pred = re.search(r"^Predicted answer: (.*)$", prompt, flags=re.MULTILINE)
+    if not ref or not pred:
+        return "incorrect"
+    gold, _, also = ref.group(1).partition(" (also accepted: ")
+    golds = [gold, *(also.rstrip(")").split(", ") if also else [])]
+    said = f" {normalize_hotpot(pred.group(1))} "
+    return "correct" if any(f" {normalize_hotpot(g)} " in said for g in golds if normalize_hotpot(g)) else "incorrect"
+
+
+def scripted_identity(name: str, judge_mode: str = "hash") -> str:
+    return f"{name}@test-double" + ("" if judge_mode == "hash" else f"+judge-{judge_mode}")
+
+
 class ScriptedBackend(Backend):
-    def __init__(self, name: str = "scripted", responder: Responder | None = None, **_):
-        self.model_id = f"{name}@test-double"
+    def __init__(self, name: str = "scripted", responder: Responder | None = None, judge_mode: str = "hash", **_):
+        if judge_mode not in JUDGE_MODES:
+            raise ValueError(f"scripted backend: judge_mode must be one of {JUDGE_MODES}, got {judge_mode!r}")
+        self.model_id = scripted_identity(name, judge_mode)
         self.responder = responder
+        self.judge_mode = judge_mode
         self.calls: list[ChatRequest] = []
 
     def _default(self, req: ChatRequest) -> str:
@@ -51,6 +80,9 @@ class ScriptedBackend(Backend):
             import json
 
             kind, value = next(iter(req.constraint.items()))
+            if kind == "choice" and set(value) == {"correct", "incorrect"} and self.judge_mode != "hash":
+                return {"oracle": _oracle_verdict(prompt), "always_correct": "correct",
+                        "always_incorrect": "incorrect", "garbage": "maybe"}[self.judge_mode]
             if kind == "choice":
                 return value[pick % len(value)]
             if kind == "json":

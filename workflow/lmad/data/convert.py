@@ -121,6 +121,10 @@ def _aliases(raw: dict, answer: str, where: str) -> list[str]:
     value = _decoded(raw.get("answer_aliases") or [], where, "answer_aliases")
     if not _is_str_list(value):
         raise _error(where, "answer_aliases", "expected a list of strings")
+    return merge_aliases(answer, value)
+
+
+def merge_aliases(answer: str, value: list[str]) -> list[str]:
     seen, aliases = {answer.casefold()}, []
     for alias in (a.strip() for a in value):
         if alias and alias.casefold() not in seen:
@@ -130,13 +134,16 @@ def _aliases(raw: dict, answer: str, where: str) -> list[str]:
 
 
 def _hotpot_like(raw: dict, where: str) -> dict:
-    """HotpotQA and 2WikiMultiHopQA share one layout (2Wiki's extras are unused)."""
+    """HotpotQA and 2WikiMultiHopQA share one layout (2Wiki's extras but aliases are unused)."""
+    answer = _text(raw, ("answer",), where)
     return {
         "qid": _text(raw, ("_id", "id"), where),
         "question": _text(raw, ("question",), where),
         "context": _context(raw, where),
-        "answer": _text(raw, ("answer",), where),
-        "aliases": [],
+        "answer": answer,
+        # 2Wiki copies that carry their aliases inline; the official id_aliases.json file
+        # is joined by answer_id in the loader (dataset setting aliases_path)
+        "aliases": _aliases(raw, answer, where),
         "qtype": _text(raw, ("type",), where),
         "supporting_facts": _supporting_facts(raw, where),
     }

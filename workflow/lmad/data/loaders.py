@@ -13,13 +13,15 @@ import logging
 from pathlib import Path
 from typing import Iterable
 
-from .convert import DATASETS, DataError, check_dataset, is_unanswerable, record_from_raw
+from .convert import DATASETS, DataError, check_dataset, is_unanswerable, merge_aliases, record_from_raw
 
 log = logging.getLogger(__name__)
 
 
-def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str) -> list[dict]:
-    """Records for (where, raw) rows; skips unanswerable MuSiQue rows and logs how many."""
+def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
+                  id_aliases: dict[str, list[str]] | None = None) -> list[dict]:
+    """Records for (where, raw) rows; skips unanswerable MuSiQue rows and logs how many.
+    ``id_aliases`` (2Wiki's answer_id → aliases) extends each record's aliases."""
     check_dataset(dataset)
     records, first_seen, skipped = [], {}, 0
     for where, raw in rows:
@@ -27,6 +29,9 @@ def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str)
             skipped += 1
             continue
         record = record_from_raw(raw, dataset, where, source=source)
+        extra = (id_aliases or {}).get(raw.get("answer_id")) if isinstance(raw.get("answer_id"), str) else None
+        if extra:
+            record["aliases"] = merge_aliases(record["answer"], record["aliases"] + extra)
         # Results are keyed by qid downstream, so a repeat would silently overwrite one.
         if record["qid"] in first_seen:
             raise DataError(f"{where}: duplicate qid {record['qid']!r} (first at {first_seen[record['qid']]})")
@@ -37,9 +42,10 @@ def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str)
     return records
 
 
-def _read_rows(path: Path) -> list[tuple[str, object]]:
-    """(where, raw) per record: one per non-blank JSONL line, or per item of a .json list."""
-    if path.suffix == ".json":
+def _read_rows(path: Path, lines: bool = False) -> list[tuple[str, object]]:
+    """(where, raw) per record: one per non-blank JSONL line, or per item of a .json list
+    (``lines``: JSON lines whatever the suffix)."""
+    if path.suffix == ".json" and not lines:
         try:
             items = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
@@ -59,25 +65,44 @@ def _read_rows(path: Path) -> list[tuple[str, object]]:
     return rows
 
 
-def load_jsonl(path: str | Path, dataset: str, source: str | None = None) -> list[dict]:
+def load_jsonl(path: str | Path, dataset: str, source: str | None = None,
+               id_aliases: dict[str, list[str]] | None = None) -> list[dict]:
     """Records from a local file in the benchmark's original schema.
 
     JSONL (one object a line) or a ``.json`` file holding a list. ``source`` is what the
     records name as their origin; it defaults to ``path``.
     """
     path = Path(path)
-    return _convert_rows(_read_rows(path), dataset, str(path) if source is None else source)
+    return _convert_rows(_read_rows(path), dataset, str(path) if source is None else source, id_aliases)
+
+
+def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
+    """2WikiMultiHopQA's official ``id_aliases.json``: one object a line with ``Q_id``,
+    ``aliases`` and ``demonyms`` (JSON lines despite the suffix); the evaluation accepts all
+    of them for that entity."""
+    out: dict[str, list[str]] = {}
+    for where, raw in _read_rows(Path(path), lines=True):
+        if not isinstance(raw, dict) or not isinstance(raw.get("Q_id"), str):
+            raise DataError(f"{where}: field 'Q_id': expected an object with a string Q_id")
+        names = []
+        for field in ("aliases", "demonyms"):
+            value = raw.get(field) or []
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise DataError(f"{where}: field '{field}': expected a list of strings")
+            names += value
+        out[raw["Q_id"]] = names
+    return out
 
 
 def load_hf(hf_id: str, dataset: str, split: str, config: str | None = None,
-            n: int | None = None) -> list[dict]:
+            n: int | None = None, id_aliases: dict[str, list[str]] | None = None) -> list[dict]:
     """Records from a Hugging Face dataset (needs the network); the first ``n`` rows if given."""
     from datasets import load_dataset  # heavy import, needed only here
 
     rows = itertools.islice(load_dataset(hf_id, config, split=split), n)
     where = f"hf:{hf_id}" + (f"/{config}" if config else "") + f" {split} row"
     return _convert_rows(((f"{where} {i}", dict(raw)) for i, raw in enumerate(rows, 1)),
-                         dataset, f"hf:{hf_id}")
+                         dataset, f"hf:{hf_id}", id_aliases)
 
 
 def _rank(seed: int, qid: str) -> str:
@@ -135,14 +160,15 @@ def load_dataset_spec(spec: dict, base_dir: str | Path) -> list[dict]:
     if name not in DATASETS:
         raise ValueError(f"dataset spec: 'name' must be one of {', '.join(DATASETS)}, got {name!r}")
     kind = spec.get("source", "jsonl")
+    aliases = load_id_aliases(Path(base_dir) / spec["aliases_path"]) if spec.get("aliases_path") else None
     if kind == "jsonl":
         if not spec.get("path"):
             raise ValueError(f"dataset spec {name!r}: source 'jsonl' needs 'path'")
-        records = load_jsonl(Path(base_dir) / spec["path"], name, source=str(spec["path"]))
+        records = load_jsonl(Path(base_dir) / spec["path"], name, source=str(spec["path"]), id_aliases=aliases)
     elif kind == "hf":
         if not spec.get("hf_id") or not spec.get("split"):
             raise ValueError(f"dataset spec {name!r}: source 'hf' needs 'hf_id' and 'split'")
-        records = load_hf(spec["hf_id"], name, spec["split"], config=spec.get("hf_config"))
+        records = load_hf(spec["hf_id"], name, spec["split"], config=spec.get("hf_config"), id_aliases=aliases)
     else:
         raise ValueError(f"dataset spec {name!r}: unknown source {kind!r} (expected 'jsonl' or 'hf')")
     records = select(records, spec.get("n"), spec.get("seed", 0))

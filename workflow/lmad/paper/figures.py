@@ -42,8 +42,9 @@ def wilson(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def accuracy(judged: pl.DataFrame, png: str, pdf: str, backbones, datasets, methods) -> None:
-    """Judge accuracy per method and dataset, one panel per backbone, Wilson 95% CIs."""
+def accuracy(judged: pl.DataFrame, png: str, pdf: str, backbones, datasets, methods, head) -> None:
+    """The headline metric (``judged["score"]``, ``head``: lmad.headline.Headline) per method and
+    dataset, one panel per backbone; Wilson 95% CIs for 0/1 metrics (judge accuracy, EM), none for F1."""
     plt = _plt()
     fig, axes = plt.subplots(len(backbones), 1, figsize=(2.6 + 1.4 * len(datasets), 2.6 * len(backbones)),
                              squeeze=False)
@@ -53,38 +54,48 @@ def accuracy(judged: pl.DataFrame, png: str, pdf: str, backbones, datasets, meth
             ys, lo, hi = [], [], []
             for d in datasets:
                 v = judged.filter((pl.col("backbone") == b) & (pl.col("dataset") == d) & (pl.col("method") == m))
-                v = v["judge_correct"].drop_nulls() if len(v) else pl.Series([], dtype=pl.Float64)
+                v = v["score"] if len(v) else pl.Series([], dtype=pl.Float64)
                 n, k = len(v), float(v.sum()) if len(v) else 0.0
                 p = 100 * k / n if n else 0.0
-                a, c = wilson(k, n)
+                a, c = wilson(k, n) if head.metric != "f1" else (k / n if n else 0.0,) * 2
                 ys.append(p)
                 lo.append(p - 100 * a if n else 0)
                 hi.append(100 * c - p if n else 0)
             x = np.arange(len(datasets)) + (i - (len(methods) - 1) / 2) * width
             ax.bar(x, ys, width, yerr=[lo, hi], capsize=1.5, label=label(m), error_kw={"lw": 0.6})
         ax.set_xticks(np.arange(len(datasets)), [label(d) for d in datasets])
-        ax.set_ylabel("judge accuracy (%)")
+        ax.set_ylabel(head.axis)
         ax.set_ylim(0, 100)
-        ax.set_title(b)
+        ax.set_title(f"{b}: {head.label}")
     axes[0, 0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    save(fig, png, pdf, "accuracy per method and dataset")
+    _judge_note(fig, head)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    save(fig, png, pdf, f"{head.label} per method and dataset")
 
 
-def pareto(judged: pl.DataFrame, preds: pl.DataFrame, png: str, pdf: str, backbones, datasets, methods) -> None:
-    """Macro-averaged judge accuracy vs generated tokens per question; the Pareto front is drawn."""
+def _judge_note(fig, head) -> None:
+    """The judge's validation in plain words under the plot (the caption of the figure itself)."""
+    text = head.warning or f"Headline metric: {head.label}. The judge passed validation."
+    fig.text(0.01, 0.01, textwrap.fill(text, 150), fontsize=6, color="firebrick" if head.warning else "black",
+             ha="left", va="bottom")
+
+
+def pareto(judged: pl.DataFrame, preds: pl.DataFrame, png: str, pdf: str, backbones, datasets, methods,
+           head) -> None:
+    """Macro-averaged headline metric (``judged["score"]``) vs generated tokens per question; the
+    Pareto front is drawn."""
     plt = _plt()
     fig, axes = plt.subplots(1, len(backbones), figsize=(4 * len(backbones), 3.2), squeeze=False)
     for ax, b in zip(axes[0], backbones):
         pts = []
         for m in methods:
             acc = judged.filter((pl.col("backbone") == b) & (pl.col("method") == m)) \
-                .group_by("dataset").agg(pl.col("judge_correct").mean())
+                .group_by("dataset").agg(pl.col("score").mean())
             tok = preds.filter((pl.col("backbone") == b) & (pl.col("method") == m)) \
                 .group_by("dataset").agg(pl.col("completion_tokens").cast(pl.Float64).mean())
             if acc.is_empty() or tok.is_empty():
                 continue
-            pts.append((float(tok["completion_tokens"].mean()), 100 * float(acc["judge_correct"].fill_null(0).mean()), m))
+            pts.append((float(tok["completion_tokens"].mean()), 100 * float(acc["score"].mean()), m))
         for x, y, m in pts:
             ax.scatter(x, y, s=18)
             ax.annotate(label(m), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
@@ -96,10 +107,11 @@ def pareto(judged: pl.DataFrame, preds: pl.DataFrame, png: str, pdf: str, backbo
         if front:
             ax.step(*zip(*front), where="post", color="grey", lw=0.8, ls="--")
         ax.set_xlabel("generated tokens / question")
-        ax.set_ylabel("judge accuracy (%, macro)")
+        ax.set_ylabel(f"{head.short} (%, macro)")
         ax.set_title(b)
-    fig.tight_layout()
-    save(fig, png, pdf, "accuracy vs generated tokens")
+    _judge_note(fig, head)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    save(fig, png, pdf, f"{head.label} vs generated tokens")
 
 
 def round_accuracy(golds: dict, paths: list[str]) -> list[dict]:
@@ -148,11 +160,11 @@ def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None
 
 
 def select_trace_questions(trace: pl.DataFrame, judged: pl.DataFrame, golds: dict, k: int) -> list[dict]:
-    """LMAD questions whose initial majority was wrong and LMAD's answer right (judge); otherwise
-    the first questions with a debate (a localized conflict)."""
+    """LMAD questions whose initial majority was wrong and LMAD's answer right (official EM, so the
+    pick never rests on an unvalidated judge); otherwise the first questions with a debate."""
     t = trace.filter(pl.col("method") == "lmad").sort("backbone", "dataset", "qid", "iteration")
     ok = {(r["backbone"], r["dataset"], r["qid"]) for r in
-          judged.filter((pl.col("method") == "lmad") & (pl.col("judge_correct") == 1.0)).to_dicts()}
+          judged.filter((pl.col("method") == "lmad") & (pl.col("em") == 1.0)).to_dicts()}
     debated, chosen = [], []
     for key, g in t.group_by("backbone", "dataset", "qid", maintain_order=True):
         first = g.row(0, named=True)

@@ -74,7 +74,7 @@ const q=DATA.questions[i],m=document.getElementById('main');m.innerHTML='';
 m.append(el('h2',{id:'question'},q.question),el('div',{},'gold: ',el('b',{},q.answer),' ',(q.aliases||[]).join(' / '),' — ',q.dataset,' ',q.qid));
 const ctx=el('details',{},el('summary',{},'context ('+q.context.length+' paragraphs)'));
 q.context.forEach(c=>ctx.append(el('p',{},el('b',{},c.title+': '),c.text)));m.append(ctx);
-m.append(el('h3',{},'Predictions and judge'));const t=el('table',{},el('tr',{},el('th',{},'method'),el('th',{},'prediction'),el('th',{},'judge'),el('th',{},'EM')));
+m.append(el('h3',{},'Predictions and judge'));if(DATA.judge_note)m.append(el('p',{id:'judge-note',class:DATA.judge_note.includes('FAILED')?'bad':''},DATA.judge_note));const t=el('table',{},el('tr',{},el('th',{},'method'),el('th',{},'prediction'),el('th',{},'judge'),el('th',{},'EM')));
 for(const[k,v]of Object.entries(q.methods))t.append(el('tr',{},el('td',{},k),el('td',{},v.prediction),el('td',{title:v.judge_raw||''},mark(v.judge_correct),' ',v.judge_verdict||''),el('td',{},mark(v.em))));m.append(t);
 for(const[meth,rounds]of Object.entries(q.debates)){const d=el('details',{},el('summary',{},meth+': '+rounds.length+' rounds'));
 rounds.forEach((r,ri)=>{d.append(el('h4',{},'round '+ri));r.forEach(a=>d.append(el('details',{},el('summary',{},'agent '+a.agent+': '+a.answer),el('pre',{},a.response))));});m.append(d);}
@@ -95,8 +95,8 @@ document.querySelectorAll('#list div').forEach((d,i)=>d.style.display=(d.title+d
 if(DATA.questions.length)show(0);"""
 
 
-def render(title: str, questions: list[dict]) -> str:
-    data = embed_json({"title": title, "questions": questions})
+def render(title: str, questions: list[dict], judge_note: str = "") -> str:
+    data = embed_json({"title": title, "questions": questions, "judge_note": judge_note})
     safe_title = re.sub(r"[<>&\"']", "", title)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{safe_title}</title>"
             f"<style>{_CSS}</style></head><body><nav><input id=\"filter\" placeholder=\"filter\">"
@@ -104,9 +104,12 @@ def render(title: str, questions: list[dict]) -> str:
             f"<script type=\"application/json\" id=\"data\">{data}</script><script>{_JS}</script></body></html>\n")
 
 
-def write(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str], html: str) -> None:
+def write(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str], html: str,
+          head=None) -> None:
+    """``head`` (lmad.headline.Headline): the judge's validation, shown above every judge column."""
     backbone = Path(judgments[0]).parts[-3] if judgments else ""
-    text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, traces, rounds))
+    note = f"{head.warning} {head.validation}".strip() if head else ""
+    text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, traces, rounds), note)
     Path(html).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(html).with_name(f".{Path(html).name}.tmp")
     tmp.write_text(text, encoding="utf-8")

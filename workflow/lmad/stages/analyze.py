@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ..headline import headline, score_expr
+from ..judge_battery import cohen_kappa
 from ..schemas import read_table, write_table
 from ..stats import macro_average, paired_bootstrap_diff
 
@@ -18,26 +20,32 @@ def summarize(backbone: str, judged: pl.DataFrame, preds: pl.DataFrame) -> pl.Da
         pl.col("calls").mean().alias("calls_per_q"),
         pl.col("prompt_tokens").mean().cast(pl.Float64).alias("prompt_tokens_per_q"),
         pl.col("completion_tokens").mean().cast(pl.Float64).alias("completion_tokens_per_q"))
+    # judge accuracy over ALL predictions: an unscored reply is an incorrect decision
     acc = judged.group_by("dataset", "method").agg(
-        pl.len().alias("n"), pl.col("judge_correct").is_not_null().sum().alias("n_scored"),
-        pl.col("judge_correct").mean().alias("judge_acc"), pl.col("em").mean(), pl.col("f1").mean())
+        pl.len().alias("n"), pl.col("judge_correct").is_null().sum().alias("n_unscored"),
+        score_expr("judge").mean().alias("judge_acc"), pl.col("em").mean(), pl.col("f1").mean(),
+        score_expr("judge").alias("_judge"), pl.col("em").alias("_em"))
+    acc = acc.with_columns(pl.struct("_judge", "_em").map_elements(
+        lambda r: cohen_kappa(r["_judge"], r["_em"]), return_dtype=pl.Float64).alias("judge_em_kappa")
+    ).drop("_judge", "_em")
     return acc.join(costs, on=["dataset", "method"], how="left").with_columns(
-        pl.lit(backbone).alias("backbone"), pl.col("n").cast(pl.Int64), pl.col("n_scored").cast(pl.Int64))
+        pl.lit(backbone).alias("backbone"), pl.col("n").cast(pl.Int64), pl.col("n_unscored").cast(pl.Int64))
 
 
-def correctness(judged: pl.DataFrame, method: str) -> dict[str, np.ndarray]:
-    """Per-dataset 0/1/NaN vectors aligned by question id (for paired resampling)."""
+def correctness(judged: pl.DataFrame, method: str, metric: str = "judge") -> dict[str, np.ndarray]:
+    """Per-dataset score vectors (0/1, or F1) aligned by question id (for paired resampling)."""
     sub = judged.filter(pl.col("method") == method).sort("qid")
-    return {ds: part["judge_correct"].fill_null(float("nan")).to_numpy()
+    return {ds: part.select(score_expr(metric)).to_series().to_numpy()
             for ds, part in ((k[0], g) for k, g in sub.group_by("dataset"))}
 
 
-def delta_rows(judged: pl.DataFrame, methods: list[str], n_resamples: int, seed: int) -> list[dict]:
-    """Δ of each method vs the best OTHER method by macro-averaged accuracy, with a
+def delta_rows(judged: pl.DataFrame, methods: list[str], n_resamples: int, seed: int,
+               metric: str = "judge") -> list[dict]:
+    """Δ of each method vs the best OTHER method by macro-averaged score, with a
     paired-bootstrap 95% CI (questions resampled within each dataset)."""
-    vectors = {m: correctness(judged, m) for m in methods}
+    vectors = {m: correctness(judged, m, metric) for m in methods}
     macro = {m: macro_average({d: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
-                               for d, v in vectors[m].items()}) for m in methods}
+                               for d, v in vectors[m].items()}) if vectors[m] else float("nan") for m in methods}
     rows = []
     for m in methods:
         others = [o for o in methods if o != m and np.isfinite(macro[o])]
@@ -67,68 +75,89 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 
 
-def analyze(judgments: list[str], predictions: list[str], accuracy: str, table_csv: str, table_md: str,
-            backbone: str, methods: list[str], datasets: list[str], bootstrap_resamples: int, seed: int,
-            provenance: dict) -> None:
+def _macro(summary: pl.DataFrame, method: str, column: str) -> float:
+    per = {r["dataset"]: r[column] for r in summary.filter(pl.col("method") == method).to_dicts()
+           if r[column] is not None and np.isfinite(r[column])}
+    return macro_average(per) if per else float("nan")
+
+
+def analyze(judgments: list[str], predictions: list[str], validation: str, accuracy: str, table_csv: str,
+            table_md: str, backbone: str, methods: list[str], datasets: list[str], bootstrap_resamples: int,
+            metric: str, seed: int, provenance: dict) -> None:
     judged = pl.concat([read_table("judgments", p) for p in judgments])
     preds = pl.concat([read_table("predictions", p) for p in predictions])
+    head = headline(metric, read_table("judge_validation", validation).row(0, named=True))
     summary = summarize(backbone, judged, preds)
     write_table("accuracy", summary, accuracy, provenance)
 
-    cell = {(r["dataset"], r["method"]): r["judge_acc"] for r in summary.to_dicts()}
+    column = {"judge": "judge_acc", "em": "em", "f1": "f1"}[head.metric]
+    cell = {(r["dataset"], r["method"]): r[column] for r in summary.to_dicts()}
     body = [[d] + [_pct(cell.get((d, m))) for m in methods] for d in datasets]
-    avg = {m: macro_average({d: cell[(d, m)] for d in datasets if cell.get((d, m)) is not None}) for m in methods}
+    avg = {m: _macro(summary, m, column) for m in methods}
     body.append(["Avg."] + [_pct(avg[m]) for m in methods])
-    deltas = delta_rows(judged, methods, bootstrap_resamples, seed)
+    deltas = delta_rows(judged, methods, bootstrap_resamples, seed, head.metric)
 
-    pl.DataFrame([dict(zip(["dataset", *methods], row)) for row in body]).write_csv(table_csv)
+    pl.DataFrame([{"metric": head.metric, **dict(zip(["dataset", *methods], row))} for row in body]).write_csv(table_csv)
     pl.DataFrame(deltas, schema=["method", "avg", "best_other", "best_other_avg", "delta", "ci_lo", "ci_hi"],
-                 orient="row").write_csv(Path(table_csv).with_name("delta.csv"))
-    official = {m: {k: macro_average({r["dataset"]: r[k] for r in summary.to_dicts() if r["method"] == m})
-                    for k in ("em", "f1")} for m in methods}
+                 orient="row").with_columns(pl.lit(head.metric).alias("metric")).write_csv(
+        Path(table_csv).with_name("delta.csv"))
+    unscored = summary.group_by("method").agg(pl.col("n_unscored").sum(), pl.col("n").sum())
+    unscored = {r["method"]: r for r in unscored.to_dicts()}
     cost = {(r["method"]): r for r in summary.group_by("method").agg(
         pl.col("calls_per_q").mean(), pl.col("completion_tokens_per_q").mean()).to_dicts()}
-    text = [f"# Judge accuracy (%) — backbone `{backbone}`\n",
+    text = [f"# {head.short} (%) — backbone `{backbone}`\n\n", head.banner(),
             markdown_table(["Dataset", *methods], body),
-            f"\nΔ vs the best other method (macro-average, paired bootstrap 95% CI, "
+            f"\nΔ vs the best other method ({head.short}, macro-average, paired bootstrap 95% CI, "
             f"{bootstrap_resamples} resamples, seed {seed}):\n",
             markdown_table(["Method", "Avg.", "Best other", "Δ [95% CI]"],
                            [[d["method"], _pct(d["avg"]), d["best_other"],
                              f"{_signed(d['delta'])} [{_signed(d['ci_lo'])}, {_signed(d['ci_hi'])}]"]
                             for d in deltas]),
-            "\nOfficial EM and F1 (HotpotQA rules, max over aliases; %, macro-average over datasets) — "
-            "a check on the judge:\n",
-            markdown_table(["Method", "EM", "F1"], [[m, _pct(official[m]["em"]), _pct(official[m]["f1"])]
-                                                    for m in methods]),
+            "\nEvery metric (%, macro-average over datasets). Judge accuracy counts an unscored reply as "
+            "incorrect; κ = Cohen's kappa between judge verdicts and EM on the same predictions (mean over "
+            f"datasets). EM/F1 by each benchmark's official rules. The judge "
+            f"{'passed' if head.judge_passed else 'FAILED'} validation.\n",
+            markdown_table(["Method", "Judge acc.", "Unscored", "κ (judge, EM)", "EM", "F1"],
+                           [[m, _pct(_macro(summary, m, "judge_acc")),
+                             f"{unscored[m]['n_unscored']}/{unscored[m]['n']}" if m in unscored else "–",
+                             _num(_macro(summary, m, "judge_em_kappa")),
+                             _pct(_macro(summary, m, "em")), _pct(_macro(summary, m, "f1"))] for m in methods]),
             "\nCost per question (mean over datasets):\n",
             markdown_table(["Method", "Calls", "Generated tokens"],
                            [[m, f"{cost[m]['calls_per_q']:.2f}", f"{cost[m]['completion_tokens_per_q']:.1f}"]
                             for m in methods if m in cost])]
     Path(table_md).write_text("".join(text))
-    log.info("wrote %s", table_md)
+    log.info("wrote %s (headline %s)", table_md, head.metric)
 
 
-def plot_accuracy(accuracy: str, png: str, pdf: str, methods: list[str], datasets: list[str],
-                  provenance: dict) -> None:
+def _num(x) -> str:
+    return "–" if x is None or not np.isfinite(x) else f"{x:.2f}"
+
+
+def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: list[str], datasets: list[str],
+                  metric: str, provenance: dict) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     summary = read_table("accuracy", accuracy)
-    cell = {(r["dataset"], r["method"]): r["judge_acc"] for r in summary.to_dicts()}
+    head = headline(metric, read_table("judge_validation", validation).row(0, named=True))
+    column = {"judge": "judge_acc", "em": "em", "f1": "f1"}[head.metric]
+    cell = {(r["dataset"], r["method"]): r[column] for r in summary.to_dicts()}
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(datasets), 3.2))
     width = 0.8 / len(methods)
     for i, m in enumerate(methods):
         ys = [100 * (cell.get((d, m)) or 0.0) for d in datasets]
         ax.bar(np.arange(len(datasets)) + (i - (len(methods) - 1) / 2) * width, ys, width, label=m)
     ax.set_xticks(np.arange(len(datasets)), datasets)
-    ax.set_ylabel("judge accuracy (%)")
+    ax.set_ylabel(head.axis)
     ax.set_ylim(0, 100)
-    ax.set_title(f"{summary['backbone'][0] if len(summary) else ''}")
+    judge_note = "judge passed validation" if head.judge_passed else "judge FAILED validation"
+    ax.set_title(f"{summary['backbone'][0] if len(summary) else ''}: {head.label} ({judge_note})", fontsize="small")
     ax.legend(ncols=min(len(methods), 4), fontsize="small")
     fig.tight_layout()
-    meta = {"Title": "judge accuracy", "Subject": str(provenance)}
+    meta = {"Title": head.label, "Subject": str(provenance)}
     fig.savefig(png, dpi=150, metadata={"Title": meta["Title"]})
     fig.savefig(pdf, metadata=meta)
     plt.close(fig)

@@ -1,13 +1,17 @@
-"""Rule ``judge``: LLM judge decision plus official EM/F1 for every method's predictions."""
+"""Rules ``judge`` and ``judge_validation``: LLM judge decisions plus official EM/F1, and the
+judge's known-answer validation (``lmad.judge_battery``) with exactly the same requests."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import polars as pl
 
-from ..answers import exact_match, f1_score
+from ..answers import score, scoring_rules
 from ..backends import ChatRequest, open_backend
-from ..prompts import load_prompt
+from ..headline import validation_line
+from ..judge_battery import build_battery, summarize
+from ..prompts import Prompt, load_prompt
 from ..schemas import read_table, write_table
 
 log = logging.getLogger(__name__)
@@ -20,6 +24,14 @@ def parse_verdict(text: str) -> str:
     whitespace/period aside). Anything else is 'unscored', never right or wrong."""
     word = text.strip().rstrip(".").strip().lower()
     return word if word in VERDICTS else "unscored"
+
+
+def judge_request(template: Prompt, question: dict, prediction: str, max_tokens: int) -> ChatRequest:
+    """The one judge call: real predictions and battery items alike (so the battery
+    measures the judge exactly as the run uses it)."""
+    gold = question["answer"] + (f" (also accepted: {', '.join(question['aliases'])})" if question["aliases"] else "")
+    return ChatRequest(messages=template.render(question=question["question"], gold=gold, prediction=prediction),
+                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"choice": list(VERDICTS)})
 
 
 def judge(questions: list[str], predictions: list[str], prompt: str, judgments: list[str], model: dict,
@@ -39,14 +51,7 @@ def judge(questions: list[str], predictions: list[str], prompt: str, judgments: 
         preds = pl.concat([read_table("predictions", p) for p in predictions[u * per:(u + 1) * per]]).to_dicts()
         datasets.append((qs, preds))
     asked = [(qs, p) for qs, preds in datasets for p in preds if p["prediction"].strip()]
-    requests = []
-    for qs, p in asked:
-        q = qs[p["qid"]]
-        gold = q["answer"] + (f" (also accepted: {', '.join(q['aliases'])})" if q["aliases"] else "")
-        requests.append(ChatRequest(
-            messages=template.render(question=q["question"], gold=gold, prediction=p["prediction"]),
-            temperature=0.0, max_tokens=max_tokens, seed=0,
-            constraint={"choice": list(VERDICTS)}))
+    requests = [judge_request(template, qs[p["qid"]], p["prediction"], max_tokens) for qs, p in asked]
     replies = dict(zip((id(p) for _, p in asked), backend.generate(requests)))
     total = unscored = 0
     for (qs, preds), out in zip(datasets, judgments):
@@ -58,11 +63,18 @@ def judge(questions: list[str], predictions: list[str], prompt: str, judgments: 
              backend.stats())
 
 
+def _call(reply) -> dict:
+    return {"prompt_tokens": reply.prompt_tokens if reply else 0,
+            "completion_tokens": reply.completion_tokens if reply else 0,
+            "finish_reason": reply.finish_reason if reply else "skipped",
+            "cached": reply.cached if reply else False}
+
+
 def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> list[dict]:
     rows = []
     for p in preds:
         q = qs[p["qid"]]
-        golds = [q["answer"], *q["aliases"]]
+        em, f1 = score(p["prediction"], [q["answer"], *q["aliases"]], scoring_rules(q["dataset"]))
         reply = replies.get(id(p))
         # an empty prediction is wrong without asking the judge
         verdict = parse_verdict(reply.text) if reply else "incorrect"
@@ -71,10 +83,39 @@ def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> lis
             "gold": q["answer"], "aliases": q["aliases"], "judge_model": judge_model,
             "judge_verdict": verdict, "judge_correct": VERDICTS.get(verdict),
             "judge_raw": reply.text if reply else "<empty prediction: not sent to the judge>",
-            "em": exact_match(p["prediction"], golds), "f1": f1_score(p["prediction"], golds),
-            "prompt_tokens": reply.prompt_tokens if reply else 0,
-            "completion_tokens": reply.completion_tokens if reply else 0,
-            "finish_reason": reply.finish_reason if reply else "skipped",
-            "cached": reply.cached if reply else False,
+            "em": em, "f1": f1, **_call(reply),
         })
     return rows
+
+
+def judge_validation(questions: list[str], prompt: str, battery: str, validation: str, report: str, model: dict,
+                     judge_name: str, cache_dir: str, max_tokens: int, questions_per_dataset: int,
+                     kinds: list[str], max_aliases: int, min_recall: float, seed: int, provenance: dict) -> None:
+    """Judge a seeded known-answer battery built from the run's questions, in one batch, with
+    the run's judge prompt, model and decoding; write every item and the pass/fail summary."""
+    qs = [q for path in questions for q in read_table("questions", path).to_dicts()]
+    by_id = {(q["dataset"], q["qid"]): q for q in qs}
+    items = build_battery(qs, questions_per_dataset, kinds, max_aliases, seed)
+    template = load_prompt(prompt)
+    backend = open_backend(model, cache_dir) if items else None
+    requests = [judge_request(template, by_id[(it.dataset, it.qid)], it.candidate, max_tokens) for it in items]
+    replies = backend.generate(requests) if backend else []
+    rows = []
+    for i, (it, reply) in enumerate(zip(items, replies)):
+        rows.append({"dataset": it.dataset, "qid": it.qid, "item": i, "kind": it.kind, "expected": it.expected,
+                     "candidate": it.candidate, "gold": by_id[(it.dataset, it.qid)]["answer"],
+                     "judge_model": judge_name, "judge_verdict": parse_verdict(reply.text),
+                     "judge_raw": reply.text, **_call(reply)})
+    write_table("judge_battery", rows, battery, provenance)
+    summary = {"judge_model": judge_name, **summarize(rows, min_recall)}
+    write_table("judge_validation", [summary], validation, provenance)
+    by_kind = (pl.DataFrame(rows).group_by("kind", "expected").agg(
+        pl.len().alias("n"), (pl.col("judge_verdict") == "correct").sum().alias("said_correct"),
+        (pl.col("judge_verdict") == "unscored").sum().alias("unscored")).sort("expected", "kind", descending=[True, False])
+        if rows else pl.DataFrame())
+    lines = [f"# Judge validation — `{judge_name}`\n", validation_line(summary) + "\n",
+             "| Kind | Should be | Items | Judged correct | Unscored |", "|---|---|---|---|---|"]
+    lines += [f"| {r['kind']} | {'correct' if r['expected'] else 'incorrect'} | {r['n']} | {r['said_correct']} | "
+              f"{r['unscored']} |" for r in by_kind.to_dicts()]
+    Path(report).write_text("\n".join(lines) + "\n")
+    log.info("%s; %s", validation_line(summary), backend.stats() if backend else "no items")

@@ -35,7 +35,7 @@ from ..protocols.lmad.localize import localization_request, localization_row, pa
 from ..protocols.lmad.resolve import parse_repair, resolution_request
 from ..protocols.lmad.trace import build_trace, prediction_rows
 from ..schemas import read_table, write_table
-from ..solver import derive_seed, sample_rows, solver_request
+from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
 from .units import check_aligned, split_rows
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,8 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
                 jobs.append({"qid": s["qid"], "stage": method, "round": iteration, "agent": agent,
                              "temperature": float(t), "seed": sd,
                              "request": solver_request(solver, qs[s["qid"]], t, sd, max_tokens,
-                                                       committed=s["committed"])})
+                                                       committed=s["committed"]),
+                             "yes_no": job_yes_no(qs[s["qid"]])})
                 owners.append(u)
     backend = open_backend(model, cache_dir) if jobs else None
     rows = sample_rows(backend, jobs) if backend else []

@@ -16,6 +16,7 @@ from ..paper import headroom as hr
 from ..paper import label
 from ..paper.tables import (AVG, fmt, latex, markdown, table1_block, table1_frame_rows, table1_latex,
                             table1_markdown, table2_block)
+from ..headline import Headline, headline, score_expr
 from ..schemas import read_table
 from ..stats import macro_average, paired_bootstrap_diff
 
@@ -52,29 +53,39 @@ def _write_csv(path: str, rows: list[dict]) -> None:
     tmp.replace(path)
 
 
+def read_headline(validation: str, metric: str) -> Headline:
+    """The headline metric of every paper output (``lmad.headline``)."""
+    return headline(metric, read_table("judge_validation", validation).row(0, named=True))
+
+
+def with_score(judged: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """``judged`` plus ``score``: the headline metric per prediction (0..1; an unscored judge
+    reply counts as incorrect)."""
+    return judged.with_columns(score_expr(metric).alias("score")) if len(judged) else judged
+
+
 def accuracy_cells(judged: pl.DataFrame, backbone: str) -> dict[tuple[str, str], float]:
-    """Judge accuracy in percent per (dataset, method); unscored answers are left out."""
+    """Mean ``score`` in percent per (dataset, method), over every prediction."""
     sub = judged.filter(pl.col("backbone") == backbone)
-    acc = sub.group_by("dataset", "method").agg(pl.col("judge_correct").mean())
-    return {(r["dataset"], r["method"]): 100 * r["judge_correct"] for r in acc.to_dicts()
-            if r["judge_correct"] is not None}
+    acc = sub.group_by("dataset", "method").agg(pl.col("score").mean())
+    return {(r["dataset"], r["method"]): 100 * r["score"] for r in acc.to_dicts() if r["score"] is not None}
 
 
 def correctness(judged: pl.DataFrame, backbone: str, method: str, datasets: list[str]) -> dict[str, np.ndarray]:
-    """Per-dataset 0/1/NaN judge vectors sorted by question id (paired across methods)."""
+    """Per-dataset ``score`` vectors sorted by question id (paired across methods)."""
     sub = judged.filter((pl.col("backbone") == backbone) & (pl.col("method") == method)).sort("qid")
-    return {d: sub.filter(pl.col("dataset") == d)["judge_correct"].fill_null(float("nan")).to_numpy()
-            for d in datasets}
+    return {d: sub.filter(pl.col("dataset") == d)["score"].to_numpy() for d in datasets}
 
 
 # ---- Table 1 ----
 
-def table1(judgments: list[str], csv: str, md: str, tex: str, backbones: list[str], datasets: list[str],
-           columns: list[str], baselines: list[str], target: str, bootstrap_resamples: int, seed: int,
-           provenance: dict, code: str = "") -> None:
-    """Judge accuracy per backbone × dataset + Avg.; Δ = target − strongest baseline of the row, with
+def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, backbones: list[str],
+           datasets: list[str], columns: list[str], baselines: list[str], target: str, bootstrap_resamples: int,
+           seed: int, metric: str, provenance: dict, code: str = "") -> None:
+    """Headline metric per backbone × dataset + Avg.; Δ = target − strongest baseline of the row, with
     a paired-bootstrap 95% CI on the Avg. row (questions resampled within each dataset)."""
-    judged = load_judgments(judgments)
+    head = read_headline(validation, metric)
+    judged = with_score(load_judgments(judgments), head.metric)
     blocks, flat = [], []
     for b in backbones:
         block = table1_block(accuracy_cells(judged, b), datasets, columns, baselines, target)
@@ -89,14 +100,16 @@ def table1(judgments: list[str], csv: str, md: str, tex: str, backbones: list[st
             except ValueError as err:
                 log.warning("%s: no bootstrap CI: %s", b, err)
         blocks.append((b, block, ci))
-        flat += table1_frame_rows(b, block, columns, ci)
+        flat += [{"metric": head.metric, **r} for r in table1_frame_rows(b, block, columns, ci)]
         log.info("%s: Avg. Δ %s vs %s, CI %s", b, fmt(avg["delta"], True), avg["strongest"], ci)
     _write_csv(csv, flat)
-    note = (f"\nJudge accuracy (%). Avg. = macro-average over {len(datasets)} datasets. Δ = {label(target)} − "
+    note = (f"\n{head.label[0].upper() + head.label[1:]} (%). Avg. = macro-average over {len(datasets)} datasets. "
+            f"Δ = {label(target)} − "
             "strongest baseline of the row (underlined; on Avg. rows the strongest macro-averaged baseline); "
             f"bold = best overall. Avg. rows: paired-bootstrap 95% CI, {bootstrap_resamples} resamples, seed {seed}.\n")
-    _write(md, table1_markdown(blocks, columns) + note)
-    _write(tex, table1_latex(blocks, columns))
+    _write(md, f"# Table 1 — {head.label} (%)\n\n" + head.banner() + table1_markdown(blocks, columns) + note)
+    _write(tex, f"% {head.warning or 'Headline metric: ' + head.label}\n% {head.validation}\n"
+           + table1_latex(blocks, columns))
 
 
 # ---- Table 2 ----
@@ -111,9 +124,10 @@ def gate_activated(traces: list[str]) -> pl.DataFrame:
             .select("backbone", "dataset", "qid").unique())
 
 
-def table2(judgments: list[str], traces: list[str], csv: str, md: str, tex: str, backbones: list[str],
-           datasets: list[str], provenance: dict, code: str = "") -> None:
-    judged = load_judgments(judgments)
+def table2(judgments: list[str], validation: str, traces: list[str], csv: str, md: str, tex: str,
+           backbones: list[str], datasets: list[str], metric: str, provenance: dict, code: str = "") -> None:
+    head = read_headline(validation, metric)
+    judged = with_score(load_judgments(judgments), head.metric)
     subset = gate_activated(traces)
     on_subset = judged.join(subset, on=["backbone", "dataset", "qid"], how="inner")
     rows, flat = [], []
@@ -124,11 +138,13 @@ def table2(judgments: list[str], traces: list[str], csv: str, md: str, tex: str,
             d = row["dataset"]
             size = n.get(d, 0) if d in datasets else sum(n.values())
             rows.append([b, label(d), str(size), *[fmt(row["values"][m]) for m in GATE_METHODS]])
-            flat.append({"backbone": b, "dataset": d, "n": size, **{m: row["values"][m] for m in GATE_METHODS}})
+            flat.append({"metric": head.metric, "backbone": b, "dataset": d, "n": size,
+                         **{m: row["values"][m] for m in GATE_METHODS}})
     header = ["Backbone", "Dataset", "n", *[f"{label(m)}" for m in GATE_METHODS]]
     _write_csv(csv, flat)
-    _write(md, markdown(header, rows) + "\nJudge accuracy (%) on questions where Strict (lmad) rejected at least "
-           "one candidate repair; Macro Avg. over datasets with a non-empty subset.\n")
+    _write(md, f"# Table 2 — {head.label} (%) on the gate-activated subset\n\n" + head.banner()
+           + markdown(header, rows) + f"\n{head.label[0].upper() + head.label[1:]} (%) on questions where Strict "
+           "(lmad) rejected at least one candidate repair; Macro Avg. over datasets with a non-empty subset.\n")
     _write(tex, latex(header, rows))
 
 
@@ -200,8 +216,10 @@ def headroom_frame(questions: list[str], proposals: list[str], judgments: list[s
     return pl.concat([frame, avg])
 
 
-def headroom_table(questions: list[str], proposals: list[str], judgments: list[str], csv: str, md: str,
-                   backbones: list[str], methods: list[str], provenance: dict, code: str = "") -> None:
+def headroom_table(questions: list[str], proposals: list[str], judgments: list[str], validation: str, csv: str,
+                   md: str, backbones: list[str], methods: list[str], metric: str, provenance: dict,
+                   code: str = "") -> None:
+    head = read_headline(validation, metric)
     methods = [m for m in methods if m != "cot"]
     frame = headroom_frame(questions, proposals, judgments, methods)
     _write_csv(csv, frame.to_dicts())
@@ -215,9 +233,11 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
                                                                       (pl.col("method") == m)).to_dicts()]
     header = ["Backbone", "Method", "Round-0 vote", "Proposal hit", "Headroom", "Recovered", "New-correct",
               "Damage", "Final (EM)", "Gain", "Judge acc."]
-    _write(md, markdown(header, rows) + "\n% of questions, macro-averaged over datasets. Correctness = normalized "
+    _write(md, "# Headroom accounting (official EM)\n\n" + head.banner() + markdown(header, rows)
+           + "\n% of questions, macro-averaged over datasets. Correctness = normalized "
            "EM against answer + aliases for proposals, vote and final; gain = final − vote = recovered + "
-           "new-correct − damage (asserted). Judge accuracy of the final answer beside it.\n")
+           "new-correct − damage (asserted). Judge accuracy of the final answer beside it (unscored = incorrect; "
+           f"the judge {'passed' if head.judge_passed else 'FAILED'} validation).\n")
 
 
 # ---- debate dynamics ----
@@ -257,17 +277,21 @@ def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, b
 
 # ---- figures / viewer: lmad.paper.figures, lmad.paper.viewer ----
 
-def fig_accuracy(judgments: list[str], png: str, pdf: str, backbones: list[str], datasets: list[str],
-                 methods: list[str], provenance: dict, code: str = "") -> None:
+def fig_accuracy(judgments: list[str], validation: str, png: str, pdf: str, backbones: list[str],
+                 datasets: list[str], methods: list[str], metric: str, provenance: dict, code: str = "") -> None:
     from ..paper import figures
-    figures.accuracy(load_judgments(judgments), png, pdf, backbones, datasets, methods)
+    head = read_headline(validation, metric)
+    figures.accuracy(with_score(load_judgments(judgments), head.metric), png, pdf, backbones, datasets, methods,
+                     head)
 
 
-def fig_pareto(judgments: list[str], predictions: list[str], png: str, pdf: str, backbones: list[str],
-               datasets: list[str], methods: list[str], provenance: dict, code: str = "") -> None:
+def fig_pareto(judgments: list[str], validation: str, predictions: list[str], png: str, pdf: str,
+               backbones: list[str], datasets: list[str], methods: list[str], metric: str, provenance: dict,
+               code: str = "") -> None:
     from ..paper import figures
-    figures.pareto(load_judgments(judgments), load("predictions", predictions, 4), png, pdf, backbones,
-                   datasets, methods)
+    head = read_headline(validation, metric)
+    figures.pareto(with_score(load_judgments(judgments), head.metric), load("predictions", predictions, 4), png,
+                   pdf, backbones, datasets, methods, head)
 
 
 def fig_rounds(questions: list[str], rounds: list[str], png: str, pdf: str, backbones: list[str],
@@ -283,7 +307,7 @@ def fig_trace(traces: list[str], judgments: list[str], questions: list[str], png
                        trace_questions)
 
 
-def viewer(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str], html: str,
-           provenance: dict, code: str = "") -> None:
+def viewer(questions: list[str], judgments: list[str], validation: str, traces: list[str], rounds: list[str],
+           html: str, metric: str, provenance: dict, code: str = "") -> None:
     from ..paper import viewer as v
-    v.write(questions, judgments, traces, rounds, html)
+    v.write(questions, judgments, traces, rounds, html, read_headline(validation, metric))

@@ -56,30 +56,30 @@ def _load_object(text: str, keys: set[str]) -> tuple[dict | None, str]:
     return obj, ""
 
 
-def _short(answer: str) -> str:
+def _short(answer: str, yes_no: bool) -> str:
     """The judge's answer cut like every agent's answer (``extract_answer``)."""
-    return extract_answer(answer)[0]
+    return extract_answer(answer, yes_no)[0]
 
 
-def parse_judge(text: str) -> Verdict:
+def parse_judge(text: str, yes_no: bool = False) -> Verdict:
     """``{"decided": bool, "answer": str}``; a decision without a usable answer is not one."""
     obj, error = _load_object(text, {"decided", "answer"})
     if error:
         return Verdict(False, "", error)
     if not isinstance(obj["decided"], bool):
         return Verdict(False, "", "'decided' must be true or false")
-    answer = _short(obj["answer"])
+    answer = _short(obj["answer"], yes_no)
     if obj["decided"] and not normalize_answer(answer):
         return Verdict(False, "", "decided without an answer")
     return Verdict(obj["decided"], answer if obj["decided"] else "")
 
 
-def parse_moderator(text: str) -> Verdict:
+def parse_moderator(text: str, yes_no: bool = False) -> Verdict:
     """``{"answer": str}`` with a non-empty answer."""
     obj, error = _load_object(text, {"answer"})
     if error:
         return Verdict(False, "", error)
-    answer = _short(obj["answer"])
+    answer = _short(obj["answer"], yes_no)
     if not normalize_answer(answer):
         return Verdict(False, "", "empty answer")
     return Verdict(True, answer)

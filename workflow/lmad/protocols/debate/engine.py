@@ -30,7 +30,7 @@ from typing import Sequence
 from ...answers import extract_answer, normalize_answer
 from ...backends import Backend, ChatRequest, Completion
 from ...prompts import Prompt
-from ...solver import derive_seed
+from ...solver import derive_seed, job_yes_no
 from . import views
 from .decisions import JUDGE_SCHEMA, MODERATOR_SCHEMA, STOP_RULES, Verdict, parse_judge, parse_moderator, vote
 from .spec import (ADVICE_ROLES, ANSWER, MANNERS, MODERATOR_ROLE, Advise, Judge, Protocol, Reason, Revise,
@@ -131,6 +131,9 @@ class _Round:
     def base(self, qid: str) -> dict[str, str]:
         return views.question_fields(self.questions[qid])
 
+    def yes_no(self, qid: str) -> bool:
+        return job_yes_no(self.questions[qid])
+
     def seed_of(self, qid: str, *parts) -> int:
         return derive_seed(self.seed, qid, *parts)
 
@@ -161,7 +164,7 @@ class _Round:
                         "parse_error": c.verdict.error if c.verdict else "", **call_columns(completion)})
 
     def answer_row(self, c: Chain, completion: Completion) -> dict:
-        answer, how = extract_answer(completion.text)
+        answer, how = extract_answer(completion.text, yes_no=self.yes_no(c.qid))
         return {"qid": c.qid, "stage": self.method, "round": self.t, "agent": c.agent,
                 "temperature": float(c.temperature), "seed": c.seeds[-1], "response": completion.text,
                 "answer": answer, "answer_norm": normalize_answer(answer), "answer_method": how,
@@ -262,7 +265,7 @@ def _judge(stage: Judge, rnd: _Round, backend: Backend) -> None:
     chains = rnd.run(backend, _verdict_chains(rnd, rnd.active, "judge", stage.role, JUDGE_SCHEMA,
                                               rnd.aux_max_tokens["judge"]))
     for chain in chains:
-        chain.verdict = rnd.verdicts[chain.qid] = parse_judge(chain.text)
+        chain.verdict = rnd.verdicts[chain.qid] = parse_judge(chain.text, rnd.yes_no(chain.qid))
     rnd.record(chains)
 
 
@@ -338,7 +341,7 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
         chains = rnd.run(backend, _verdict_chains(rnd, undecided, "moderator", MODERATOR_ROLE, MODERATOR_SCHEMA,
                                                   aux_max_tokens["moderator"]))
         for chain in chains:
-            chain.verdict = parse_moderator(chain.text)
+            chain.verdict = parse_moderator(chain.text, rnd.yes_no(chain.qid))
             if chain.verdict.error:
                 _, answer = vote([rnd.current[chain.qid][a]["answer"] for a in rnd.agents])
                 state[chain.qid] = _stopped(chain.qid, t, "moderator_fallback", answer)
