@@ -6,6 +6,17 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, settings
+
+# Property tests (hypothesis): "ci" is fixed and bounded — same examples on every run, no
+# example database, no per-example deadline (a figure takes ~0.5 s) — and is the default;
+# HYPOTHESIS_PROFILE=dev explores more, randomly.
+settings.register_profile("ci", derandomize=True, database=None, max_examples=50, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", max_examples=500, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("noshrink", derandomize=True, database=None, max_examples=50, deadline=None, phases=[p for p in __import__("hypothesis").Phase if p.name != "shrink"], suppress_health_check=list(HealthCheck))  # TMP
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data" / "mhqa"

@@ -36,12 +36,13 @@ def delta_rows(judged: pl.DataFrame, methods: list[str], n_resamples: int, seed:
     """Δ of each method vs the best OTHER method by macro-averaged accuracy, with a
     paired-bootstrap 95% CI (questions resampled within each dataset)."""
     vectors = {m: correctness(judged, m) for m in methods}
-    macro = {m: macro_average({d: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
-                               for d, v in vectors[m].items()}) for m in methods}
+    datasets = judged["dataset"].unique().to_list()
+    macro = {m: _macro({d: float(np.nanmean(v)) if (v := vectors[m].get(d)) is not None and np.isfinite(v).any()
+                        else None for d in datasets}) for m in methods}
     rows = []
     for m in methods:
-        others = [o for o in methods if o != m and np.isfinite(macro[o])]
-        if not others or not np.isfinite(macro[m]):
+        others = [o for o in methods if o != m and macro[o] is not None]
+        if not others or macro[m] is None:
             continue
         best = max(others, key=lambda o: (macro[o], -methods.index(o)))
         try:
@@ -52,6 +53,14 @@ def delta_rows(judged: pl.DataFrame, methods: list[str], n_resamples: int, seed:
         rows.append({"method": m, "avg": macro[m], "best_other": best, "best_other_avg": macro[best],
                      "delta": ci["diff"], "ci_lo": ci["lo"], "ci_hi": ci["hi"]})
     return rows
+
+
+def _macro(per_dataset: dict[str, float | None]) -> float | None:
+    """Macro-average over every dataset; None when one has no value (as Table 1: an average
+    over fewer datasets would not compare across methods)."""
+    if any(v is None for v in per_dataset.values()):
+        return None
+    return macro_average(per_dataset)
 
 
 def _pct(x) -> str:
@@ -77,14 +86,15 @@ def analyze(judgments: list[str], predictions: list[str], accuracy: str, table_c
 
     cell = {(r["dataset"], r["method"]): r["judge_acc"] for r in summary.to_dicts()}
     body = [[d] + [_pct(cell.get((d, m))) for m in methods] for d in datasets]
-    avg = {m: macro_average({d: cell[(d, m)] for d in datasets if cell.get((d, m)) is not None}) for m in methods}
+    avg = {m: _macro({d: cell.get((d, m)) for d in datasets}) for m in methods}
     body.append(["Avg."] + [_pct(avg[m]) for m in methods])
     deltas = delta_rows(judged, methods, bootstrap_resamples, seed)
 
     pl.DataFrame([dict(zip(["dataset", *methods], row)) for row in body]).write_csv(table_csv)
     pl.DataFrame(deltas, schema=["method", "avg", "best_other", "best_other_avg", "delta", "ci_lo", "ci_hi"],
                  orient="row").write_csv(Path(table_csv).with_name("delta.csv"))
-    official = {m: {k: macro_average({r["dataset"]: r[k] for r in summary.to_dicts() if r["method"] == m})
+    rows = {(r["dataset"], r["method"]): r for r in summary.to_dicts()}
+    official = {m: {k: _macro({d: rows[(d, m)][k] if (d, m) in rows else None for d in datasets})
                     for k in ("em", "f1")} for m in methods}
     cost = {(r["method"]): r for r in summary.group_by("method").agg(
         pl.col("calls_per_q").mean(), pl.col("completion_tokens_per_q").mean()).to_dicts()}
