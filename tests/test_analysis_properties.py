@@ -1,8 +1,8 @@
 """Property tests of the analysis and paper layer (issue 19): on every valid result table, every
 function a rule of rules/analysis.smk and rules/paper.smk calls finishes; every interval contains
 its point estimate and lies in range; every macro average is the mean of its cells; every table
-has its columns and rows; every figure file is written. Regression tests of the shrunk failures
-are in tests/test_paper_edges.py. Profile: tests/conftest.py ("ci", derandomized)."""
+has its columns and rows; every figure file is written. Each shrunk failure the properties found
+is a plain regression test at the end. Profile: tests/conftest.py ("ci", derandomized, bounded)."""
 import csv
 import json
 import math
@@ -273,3 +273,95 @@ def test_every_figure_on_any_valid_run(tmp_path_factory, run):
     data = write_run(run, tmp := tmp_path_factory.mktemp("fig"))
     check_analyze(run, data, tmp, 20)
     check_figures(run, data, tmp)
+
+
+# ---- regression tests: each shrunk failure the properties found (issue 19) ----
+
+def test_wilson_bounds_are_exact_at_100_and_0_percent():
+    # closed form: wilson(4, 4) upper = 0.9999999999999999 (negative yerr), wilson(32, 32) = 1.0000000000000002
+    assert wilson_interval(4, 4)[1] == 1.0 and wilson_interval(32, 32)[1] == 1.0
+    assert wilson_interval(0, 4)[0] == 0.0
+    assert accuracy_bar(4.0, 4) == (100.0, pytest.approx(48.989, abs=1e-3), 0.0)
+    assert accuracy_bar(0.0, 4)[:2] == (0.0, 0.0)
+    assert math.isnan(accuracy_bar(0.0, 0)[0])
+
+
+def test_accuracy_figure_with_a_100_and_a_0_percent_cell(tmp_path):
+    # the reported crash: ValueError: 'yerr' must not contain negative values
+    from lmad.paper import figures
+
+    judged = pl.DataFrame({"backbone": "b", "dataset": "hotpotqa", "method": ["cot"] * 4 + ["sc"] * 4,
+                           "judge_correct": [1.0] * 4 + [0.0] * 4})
+    figures.accuracy(judged, str(tmp_path / "a.png"), str(tmp_path / "a.pdf"), ["b"], ["hotpotqa"], ["cot", "sc"])
+    assert (tmp_path / "a.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bootstrap_interval_contains_the_difference_with_one_resample():
+    r = paired_bootstrap_diff({"d": np.array([1.0, 1.0])}, {"d": np.array([1.0, 0.0])}, n_resamples=1, seed=0)
+    assert r["lo"] <= r["diff"] == 0.5 <= r["hi"]
+
+
+def test_bootstrap_is_of_the_difference_table1_shows_when_answers_are_unscored():
+    # Table 1: A = 1/2 = 50 %, B = 1/1 = 100 % -> Δ −50; the CI was [0, 0] (pairs with an unscored side dropped)
+    r = paired_bootstrap_diff({"d": np.array([1.0, 0.0])}, {"d": np.array([1.0, np.nan])}, n_resamples=200)
+    assert r["diff"] == -0.5 and r["lo"] <= -0.5 <= r["hi"]
+
+
+def edge_run(tmp_path, datasets, methods, n, pattern, **kw):
+    run = Run(["b0"], datasets, methods, n, {("b0", d, m): pattern.get((d, m), "mixed") for d in datasets
+                                             for m in methods}, **kw)
+    return run, write_run(run, tmp_path)
+
+
+def test_analyze_a_method_with_no_scored_answer(tmp_path):
+    # ValueError: macro_average of no datasets
+    run, data = edge_run(tmp_path, ["hotpotqa"], ["cot"], {"hotpotqa": 1}, {("hotpotqa", "cot"): "unscored"})
+    check_analyze(run, data, tmp_path, 20)
+    assert rows_of(tmp_path / "results/b0/analysis/table.csv")[-1]["cot"] == "–"
+
+
+def test_analyze_avg_is_missing_when_a_dataset_is_unscored(tmp_path):
+    # Avg. was 100.00: the mean of the one dataset that had a value
+    run, data = edge_run(tmp_path, ["hotpotqa", "2wikimultihopqa"], ["cot"], {"hotpotqa": 2, "2wikimultihopqa": 1},
+                         {("hotpotqa", "cot"): "correct", ("2wikimultihopqa", "cot"): "unscored"})
+    check_analyze(run, data, tmp_path, 20)
+    assert [r["cot"] for r in rows_of(tmp_path / "results/b0/analysis/table.csv")] == ["100.00", "–", "–"]
+
+
+@pytest.mark.parametrize("methods", [["cot"], ["lmad-concrete", "cot"]])
+def test_table2_says_it_is_empty_without_a_strict_lmad_trace(tmp_path, methods):
+    # ["cot"]: polars ColumnNotFoundError "method"; ["lmad-concrete", "cot"]: rows of n = 0 and no word why
+    run, data = edge_run(tmp_path, ["hotpotqa"], methods, {"hotpotqa": 2}, {})
+    out = tmp_path / "paper"
+    check_table2(run, data, out)
+    assert "Table 2 is empty: this run has no LMAD (Strict) trace" in (out / "table2.md").read_text()
+
+
+def test_table1_says_it_is_empty_without_a_table1_method(tmp_path):
+    # a header-only table
+    run, data = edge_run(tmp_path, ["2wikimultihopqa"], ["lmad-concrete"], {"2wikimultihopqa": 3}, {})
+    check_table1(run, data, tmp_path, 20)
+
+
+def test_dynamics_says_there_is_no_debate_method(tmp_path):
+    # a header-only table
+    run, data = edge_run(tmp_path, ["hotpotqa"], ["lmad"], {"hotpotqa": 1}, {})
+    check_dynamics(run, data, tmp_path)
+
+
+def test_dynamics_curve_of_a_method_has_only_its_own_rounds(tmp_path):
+    # MAD (1 round) was shown with Consensus's rounds 2..3 as "–/–"
+    run, data = edge_run(tmp_path, ["hotpotqa"], ["mad", "consensus"], {"hotpotqa": 3}, {},
+                         rounds={"mad": 1, "consensus": 3})
+    check_dynamics(run, data, tmp_path)
+    md = (tmp_path / "dynamics.md").read_text()
+    mad = next(line for line in md.splitlines() if "| MAD |" in line)
+    assert mad.split("|")[3].count("→") == 1 and "–/–" not in mad
+
+
+def test_trace_figure_without_an_lmad_trace(tmp_path):
+    # polars ColumnNotFoundError "method" in select_trace_questions
+    run, data = edge_run(tmp_path, ["hotpotqa"], ["cot"], {"hotpotqa": 1}, {})
+    P.fig_trace([], data["judgments"]["b0"], data["questions"], str(tmp_path / "t.png"), str(tmp_path / "t.pdf"),
+                trace_questions=2, provenance={})
+    assert (tmp_path / "t.pdf").read_bytes()[:4] == b"%PDF"
