@@ -15,7 +15,6 @@ settings.register_profile("ci", derandomize=True, database=None, max_examples=50
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("dev", max_examples=500, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("noshrink", derandomize=True, database=None, max_examples=50, deadline=None, phases=[p for p in __import__("hypothesis").Phase if p.name != "shrink"], suppress_health_check=list(HealthCheck))  # TMP
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,8 +60,8 @@ def write_config(workdir: Path, config: dict):
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def snakemake(workdir: Path, *args, check=True, timeout=900):
-    env = {**os.environ, "LMAD_ALLOW_TEST_DOUBLE": "1"}
+def snakemake(workdir: Path, *args, check=True, timeout=900, env=None):
+    env = {**os.environ, "LMAD_ALLOW_TEST_DOUBLE": "1", **(env or {})}
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
            "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -1,6 +1,8 @@
 """Deterministic test double. For tests only: a user config that names it is rejected.
 
-With a ``responder`` callable (unit tests), every request is answered by it. Without
+With a ``responder`` (a callable in unit tests; in a workflow test, config
+``models.<name>.responder: "module:function"``, importable in the jobs), every request
+is answered by it. Without
 one, it plays a plausible solver: the answer is the title of one of the numbered
 passages, chosen from a hash of the prompt, seed and temperature, so agents at
 different temperatures sometimes disagree. Constrained requests get a value that
@@ -9,6 +11,7 @@ satisfies the constraint.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 from typing import Callable, Sequence
 
@@ -39,8 +42,11 @@ def instance_of(schema: dict, pick: int) -> object:
 
 
 class ScriptedBackend(Backend):
-    def __init__(self, name: str = "scripted", responder: Responder | None = None, **_):
+    def __init__(self, name: str = "scripted", responder: Responder | str | None = None, **_):
         self.model_id = f"{name}@test-double"
+        if isinstance(responder, str):
+            module, _, attr = responder.partition(":")
+            responder = getattr(importlib.import_module(module), attr)
         self.responder = responder
         self.calls: list[ChatRequest] = []
 
