@@ -118,6 +118,9 @@ def check_table1(run: Run, data: dict, out: Path, resamples: int):
             assert avg is None if None in cells else abs(avg - float(np.mean(cells))) < 1e-9
         for r in block:
             delta, strongest = num(r["delta"]), r["strongest_baseline"]
+            vals = {m: num(r[m]) for m in BASELINES if m in columns and num(r[m]) is not None}
+            top = max(vals.values(), default=None)   # ties: the earlier baseline
+            assert strongest == next((m for m in BASELINES if m in vals and vals[m] == top), "")
             if delta is not None:
                 assert abs(delta - (float(r["lmad"]) - float(r[strongest]))) < 1e-9
             if r["dataset"] == AVG and delta is not None:   # Δ shown -> its CI is shown and contains it

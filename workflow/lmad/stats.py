@@ -9,9 +9,8 @@ rounding for display happens in the reporting code.
 
 from __future__ import annotations
 
-from typing import Mapping
-
 import math
+from typing import Mapping
 
 import numpy as np
 

@@ -130,7 +130,7 @@ def plot_accuracy(accuracy: str, png: str, pdf: str, methods: list[str], dataset
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(datasets), 3.2))
     width = 0.8 / len(methods)
     for i, m in enumerate(methods):
-        ys = [100 * (cell.get((d, m)) or 0.0) for d in datasets]
+        ys = [np.nan if cell.get((d, m)) is None else 100 * cell[(d, m)] for d in datasets]  # unscored: no bar
         ax.bar(np.arange(len(datasets)) + (i - (len(methods) - 1) / 2) * width, ys, width, label=m)
     ax.set_xticks(np.arange(len(datasets)), datasets)
     ax.set_ylabel("judge accuracy (%)")
