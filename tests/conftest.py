@@ -6,6 +6,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, settings
+
+# Property tests (hypothesis): "ci" is fixed and bounded — same examples on every run, no
+# example database, no per-example deadline (a figure takes ~0.5 s) — and is the default;
+# HYPOTHESIS_PROFILE=dev explores more, randomly.
+settings.register_profile("ci", derandomize=True, database=None, max_examples=50, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", max_examples=500, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data" / "mhqa"
@@ -50,8 +60,8 @@ def write_config(workdir: Path, config: dict):
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def snakemake(workdir: Path, *args, check=True, timeout=900):
-    env = {**os.environ, "LMAD_ALLOW_TEST_DOUBLE": "1"}
+def snakemake(workdir: Path, *args, check=True, timeout=900, env=None):
+    env = {**os.environ, "LMAD_ALLOW_TEST_DOUBLE": "1", **(env or {})}
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
            "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -22,7 +22,16 @@ def test_real_model_answers_two_questions(workdir):
     assert set(judged["method"]) == {"cot", "sc"} and len(judged) == 4
     # the constrained judge always answers with a verdict word
     assert set(judged["judge_verdict"]) <= {"correct", "incorrect"}
-    assert (workdir / "results/smollm2-135m/analysis/table.md").read_text().count("hotpotqa") == 1
+    table = (workdir / "results/smollm2-135m/analysis/table.md").read_text()
+    assert table.count("hotpotqa") == 1
+    # the judge's validation is stated above the numbers, and the headline follows it
+    v = pl.read_parquet(workdir / "results/judge/smollm2-135m/validation.parquet").row(0, named=True)
+    assert v["n_correct_items"] > 0 and v["n_incorrect_items"] > 0
+    verdict = "PASSED" if v["passed"] else "FAILED"
+    for out in ("results/smollm2-135m/analysis/table.md", "results/paper/table1.md"):
+        top = (workdir / out).read_text().split("|")[0]
+        assert f"Judge `smollm2-135m` validation {verdict}" in top, out
+        assert ("Headline metric: **judge accuracy**" if v["passed"] else "Headline metric: **exact match") in top, out
 
     # same config twice -> same predictions (served from the cache, no model load)
     before = pl.read_parquet(workdir / "results/smollm2-135m/hotpotqa/predictions/sc.parquet")

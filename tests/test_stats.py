@@ -60,21 +60,19 @@ def test_seeded_reproducible_and_seed_matters():
     assert r4["diff"] == r1["diff"]
 
 
-def test_nan_pairs_excluded():
+def test_unscored_answers_are_left_out_per_system():
     a = {"d": np.array([1, 1, np.nan, 0, 1], dtype=float)}
     b = {"d": np.array([0, 1, 1, np.nan, 0], dtype=float)}
-    # kept pairs: (1,0), (1,1), (1,0) -> diff 2/3
+    # each system's accuracy over its own scored answers (what Table 1 shows): 3/4 − 2/4
     r = paired_bootstrap_diff(a, b, n_resamples=500)
-    assert r["diff"] == pytest.approx(2 / 3)
-    assert r["n"] == {"d": 3}
-    assert np.isfinite(r["lo"]) and np.isfinite(r["hi"])
-    # possible resample means of {1,0,1} lie in [0, 1]
-    assert 0 <= r["lo"] <= r["hi"] <= 1
+    assert r["diff"] == pytest.approx(0.25)
+    assert r["n"] == {"d": 5}
+    assert -1 <= r["lo"] <= r["diff"] <= r["hi"] <= 1
 
 
-def test_all_nan_dataset_raises():
-    with pytest.raises(ValueError):
-        paired_bootstrap_diff({"d": np.array([np.nan, 1.0])}, {"d": np.array([1.0, np.nan])})
+def test_dataset_unscored_for_one_system_raises():
+    with pytest.raises(ValueError, match="no question scored for system A"):
+        paired_bootstrap_diff({"d": np.array([np.nan, np.nan])}, {"d": np.array([1.0, np.nan])})
 
 
 def test_macro_is_equal_weight_across_dataset_sizes():

@@ -1,15 +1,20 @@
-"""Paired bootstrap confidence intervals for macro-averaged accuracy differences.
+"""Confidence intervals: Wilson score interval of one accuracy, paired bootstrap of a
+macro-averaged accuracy difference.
 
-Full precision everywhere; rounding for display happens in the reporting code.
+Every interval contains its point estimate and stays within the range of the statistic
+(a proportion in [0, 1]; a difference in [-1, 1] for 0/1 scores), also at 0 % and 100 %,
+where closed-form arithmetic would otherwise land a few ulp off. Full precision everywhere;
+rounding for display happens in the reporting code.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 import numpy as np
 
-__all__ = ["macro_average", "paired_bootstrap_diff"]
+__all__ = ["macro_average", "paired_bootstrap_diff", "wilson_interval"]
 
 # Upper bound on the number of index entries drawn at once (memory ~ 8 bytes each).
 _MAX_CHUNK_ELEMS = 4_000_000
@@ -22,16 +27,40 @@ def macro_average(values: Mapping[str, float]) -> float:
     return float(np.mean([float(v) for v in values.values()]))
 
 
-def _paired_diffs(name: str, a, b) -> np.ndarray:
+def wilson_interval(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval (95 % by default) of ``k`` successes in ``n`` trials.
+
+    Bounds lie in [0, 1] and contain ``k / n``: exactly 0 at ``k = 0`` and exactly 1 at
+    ``k = n`` (the closed form gives e.g. 0.9999999999999999 for 4 of 4). NaN when ``n = 0``."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson_interval: k={k} successes out of n={n}")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    lo = 0.0 if k == 0 else min(max(centre - half, 0.0), p)
+    hi = 1.0 if k == n else max(min(centre + half, 1.0), p)
+    return lo, hi
+
+
+def _aligned(name: str, a, b) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(a, dtype=float).ravel()
     b = np.asarray(b, dtype=float).ravel()
     if a.shape != b.shape:
         raise ValueError(f"dataset {name!r}: arrays differ in length ({a.size} vs {b.size})")
-    keep = ~(np.isnan(a) | np.isnan(b))
-    d = a[keep] - b[keep]
-    if d.size == 0:
-        raise ValueError(f"dataset {name!r}: no question scored by both systems")
-    return d
+    for side, x in (("A", a), ("B", b)):
+        if np.isnan(x).all():
+            raise ValueError(f"dataset {name!r}: no question scored for system {side}")
+    return a, b
+
+
+def _resampled_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Mean of the scored (non-NaN) entries of each resample; NaN where none is scored."""
+    scored = ~np.isnan(x)
+    total, count = np.where(scored, x, 0.0)[idx].sum(axis=1), scored[idx].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / count
 
 
 def paired_bootstrap_diff(
@@ -44,20 +73,23 @@ def paired_bootstrap_diff(
     """Paired bootstrap CI for the macro-averaged difference ``A − B``.
 
     ``correct_a[ds]`` and ``correct_b[ds]`` are per-question scores (0/1, or
-    any real score) aligned by question.  Pairs where either side is NaN
-    (unscored) are dropped.  The statistic is the macro average over datasets
-    of ``mean_a − mean_b`` (each dataset weighted equally regardless of size).
+    any real score) aligned by question; NaN = unscored.  The statistic is the
+    macro average over datasets of ``mean_a − mean_b``, each mean over that
+    system's scored questions (the accuracies a table shows; each dataset
+    weighted equally regardless of size).  A dataset where one system scored
+    nothing has no statistic: ``ValueError``.
 
     Each resample draws questions with replacement *within* each dataset,
     independently per dataset, keeping the A/B pairing, and recomputes the
-    statistic.  The CI is the percentile interval
-    ``[alpha/2, 1 − alpha/2]``.  Datasets are processed in sorted-name order
-    with one ``np.random.default_rng(seed)``, so the result does not depend
-    on dict insertion order.  With one dataset this is the plain paired
-    bootstrap.
+    statistic; a resample in which one side drew only unscored questions is
+    left out.  The CI is the percentile interval ``[alpha/2, 1 − alpha/2]``,
+    widened where needed to contain the point estimate (which only happens with
+    a handful of resamples).  Datasets are processed in sorted-name order with
+    one ``np.random.default_rng(seed)``, so the result does not depend on dict
+    insertion order.  With one dataset this is the plain paired bootstrap.
 
     Returns ``{"diff", "lo", "hi", "n_resamples", "seed", "alpha", "n"}``
-    where ``n`` maps each dataset to its number of paired questions.
+    where ``n`` maps each dataset to its number of questions.
     """
     if set(correct_a) != set(correct_b):
         raise ValueError("correct_a and correct_b must cover the same datasets")
@@ -69,28 +101,32 @@ def paired_bootstrap_diff(
         raise ValueError("alpha must be in (0, 1)")
 
     names = sorted(correct_a)
-    diffs = {ds: _paired_diffs(ds, correct_a[ds], correct_b[ds]) for ds in names}
-    point = macro_average({ds: d.mean() for ds, d in diffs.items()})
+    pairs = {ds: _aligned(ds, correct_a[ds], correct_b[ds]) for ds in names}
+    point = float(macro_average({ds: np.nanmean(a) - np.nanmean(b) for ds, (a, b) in pairs.items()}))
 
     rng = np.random.default_rng(seed)
     boot = np.zeros(n_resamples)
     for ds in names:
-        d = diffs[ds]
-        n = d.size
+        a, b = pairs[ds]
+        n = a.size
+        complete = not (np.isnan(a).any() or np.isnan(b).any())
+        d = a - b
         rows = max(1, _MAX_CHUNK_ELEMS // n)
         for start in range(0, n_resamples, rows):
             stop = min(start + rows, n_resamples)
             idx = rng.integers(0, n, size=(stop - start, n))
-            boot[start:stop] += d[idx].mean(axis=1)
+            boot[start:stop] += (d[idx].mean(axis=1) if complete
+                                 else _resampled_means(a, idx) - _resampled_means(b, idx))
     boot /= len(names)
 
-    lo, hi = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    boot = boot[np.isfinite(boot)]
+    lo, hi = (np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)]) if boot.size else (point, point))
     return {
-        "diff": float(point),
-        "lo": float(lo),
-        "hi": float(hi),
+        "diff": point,
+        "lo": min(float(lo), point),
+        "hi": max(float(hi), point),
         "n_resamples": int(n_resamples),
         "seed": seed,
         "alpha": float(alpha),
-        "n": {ds: int(diffs[ds].size) for ds in names},
+        "n": {ds: int(a.size) for ds, (a, _) in pairs.items()},
     }

@@ -1,6 +1,8 @@
 """Deterministic test double. For tests only: a user config that names it is rejected.
 
-With a ``responder`` callable (unit tests), every request is answered by it. Without
+With a ``responder`` (a callable in unit tests; in a workflow test, config
+``models.<name>.responder: "module:function"``, importable in the jobs), every request
+is answered by it. Without
 one, it plays a plausible solver: the answer is the title of one of the numbered
 passages, chosen from a hash of the prompt, seed and temperature, so agents at
 different temperatures sometimes disagree. Constrained requests get a value that
@@ -15,6 +17,7 @@ that ignores its constraint).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 from typing import Callable, Sequence
 
@@ -65,10 +68,14 @@ def scripted_identity(name: str, judge_mode: str = "hash") -> str:
 
 
 class ScriptedBackend(Backend):
-    def __init__(self, name: str = "scripted", responder: Responder | None = None, judge_mode: str = "hash", **_):
+    def __init__(self, name: str = "scripted", responder: Responder | str | None = None, judge_mode: str = "hash",
+                 **_):
         if judge_mode not in JUDGE_MODES:
             raise ValueError(f"scripted backend: judge_mode must be one of {JUDGE_MODES}, got {judge_mode!r}")
         self.model_id = scripted_identity(name, judge_mode)
+        if isinstance(responder, str):
+            module, _, attr = responder.partition(":")
+            responder = getattr(importlib.import_module(module), attr)
         self.responder = responder
         self.judge_mode = judge_mode
         self.calls: list[ChatRequest] = []

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from ..answers import exact_match, majority_vote
+from ..stats import wilson_interval
 from . import label
 from .dynamics import correctness_by_round, dynamics
 
@@ -29,17 +30,19 @@ def save(fig, png: str, pdf: str, title: str) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=150, metadata={"Title": title, "Software": None})
     fig.savefig(pdf, metadata={"Title": title, "Creator": None, "Producer": None, "CreationDate": None})
-    fig.clf()
+    _plt().close(fig)
 
 
-def wilson(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score 95% interval of a proportion (in [0, 1])."""
+def accuracy_bar(k: float, n: int) -> tuple[float, float, float]:
+    """Bar height and (below, above) error-bar lengths in percent, from the Wilson 95 % interval
+    (lmad.stats.wilson_interval: exact 0 / 100 at 0 % / 100 %). The lengths are measured from
+    the same bounds the interval returns, so they are never negative; a cell with no scored
+    answer (n = 0) has no bar (NaN height) and no error bar."""
     if n == 0:
-        return (math.nan, math.nan)
+        return math.nan, 0.0, 0.0
     p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+    lo, hi = wilson_interval(k, n)
+    return 100 * p, max(100 * p - 100 * lo, 0.0), max(100 * hi - 100 * p, 0.0)
 
 
 def accuracy(judged: pl.DataFrame, png: str, pdf: str, backbones, datasets, methods, head) -> None:
@@ -55,12 +58,13 @@ def accuracy(judged: pl.DataFrame, png: str, pdf: str, backbones, datasets, meth
             for d in datasets:
                 v = judged.filter((pl.col("backbone") == b) & (pl.col("dataset") == d) & (pl.col("method") == m))
                 v = v["score"] if len(v) else pl.Series([], dtype=pl.Float64)
-                n, k = len(v), float(v.sum()) if len(v) else 0.0
-                p = 100 * k / n if n else 0.0
-                a, c = wilson(k, n) if head.metric != "f1" else (k / n if n else 0.0,) * 2
+                if head.metric == "f1":  # a mean of F1 scores is no proportion: no Wilson interval
+                    p, below, above = (100 * float(v.mean()) if len(v) else math.nan), 0.0, 0.0
+                else:
+                    p, below, above = accuracy_bar(float(v.sum()) if len(v) else 0.0, len(v))
                 ys.append(p)
-                lo.append(p - 100 * a if n else 0)
-                hi.append(100 * c - p if n else 0)
+                lo.append(below)
+                hi.append(above)
             x = np.arange(len(datasets)) + (i - (len(methods) - 1) / 2) * width
             ax.bar(x, ys, width, yerr=[lo, hi], capsize=1.5, label=label(m), error_kw={"lw": 0.6})
         ax.set_xticks(np.arange(len(datasets)), [label(d) for d in datasets])
@@ -93,8 +97,8 @@ def pareto(judged: pl.DataFrame, preds: pl.DataFrame, png: str, pdf: str, backbo
                 .group_by("dataset").agg(pl.col("score").mean())
             tok = preds.filter((pl.col("backbone") == b) & (pl.col("method") == m)) \
                 .group_by("dataset").agg(pl.col("completion_tokens").cast(pl.Float64).mean())
-            if acc.is_empty() or tok.is_empty():
-                continue
+            if len(acc) < len(datasets) or acc["score"].null_count() or tok.is_empty():
+                continue  # no macro value without a score on every dataset (as Table 1)
             pts.append((float(tok["completion_tokens"].mean()), 100 * float(acc["score"].mean()), m))
         for x, y, m in pts:
             ax.scatter(x, y, s=18)
@@ -140,6 +144,8 @@ def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None
     for (b, d, m), ps in group_rounds(paths).items():
         curves.setdefault((b, m), []).append(round_accuracy(golds, ps))
     for ax, b in zip(axes[0], backbones):
+        if not any(bb == b for bb, _ in curves):
+            ax.text(0.5, 0.5, "no debate method in this run", ha="center", transform=ax.transAxes)
         for (bb, m), per_ds in sorted(curves.items()):
             if bb != b:
                 continue
@@ -154,7 +160,8 @@ def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None
         ax.set_ylim(0, 100)
         ax.set_ylabel("EM accuracy (%, macro)")
         ax.set_title(b)
-        ax.legend(fontsize="x-small")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="x-small")
     fig.tight_layout()
     save(fig, png, pdf, "round-wise accuracy")
 
@@ -162,6 +169,8 @@ def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None
 def select_trace_questions(trace: pl.DataFrame, judged: pl.DataFrame, golds: dict, k: int) -> list[dict]:
     """LMAD questions whose initial majority was wrong and LMAD's answer right (official EM, so the
     pick never rests on an unvalidated judge); otherwise the first questions with a debate."""
+    if trace.is_empty():  # no LMAD trace in the run
+        return []
     t = trace.filter(pl.col("method") == "lmad").sort("backbone", "dataset", "qid", "iteration")
     ok = {(r["backbone"], r["dataset"], r["qid"]) for r in
           judged.filter((pl.col("method") == "lmad") & (pl.col("em") == 1.0)).to_dicts()}

@@ -44,12 +44,13 @@ def delta_rows(judged: pl.DataFrame, methods: list[str], n_resamples: int, seed:
     """Δ of each method vs the best OTHER method by macro-averaged score, with a
     paired-bootstrap 95% CI (questions resampled within each dataset)."""
     vectors = {m: correctness(judged, m, metric) for m in methods}
-    macro = {m: macro_average({d: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
-                               for d, v in vectors[m].items()}) if vectors[m] else float("nan") for m in methods}
+    datasets = judged["dataset"].unique().to_list()
+    macro = {m: _macro({d: float(np.nanmean(v)) if (v := vectors[m].get(d)) is not None and np.isfinite(v).any()
+                        else None for d in datasets}) for m in methods}
     rows = []
     for m in methods:
-        others = [o for o in methods if o != m and np.isfinite(macro[o])]
-        if not others or not np.isfinite(macro[m]):
+        others = [o for o in methods if o != m and macro[o] is not None]
+        if not others or macro[m] is None:
             continue
         best = max(others, key=lambda o: (macro[o], -methods.index(o)))
         try:
@@ -60,6 +61,14 @@ def delta_rows(judged: pl.DataFrame, methods: list[str], n_resamples: int, seed:
         rows.append({"method": m, "avg": macro[m], "best_other": best, "best_other_avg": macro[best],
                      "delta": ci["diff"], "ci_lo": ci["lo"], "ci_hi": ci["hi"]})
     return rows
+
+
+def _macro(per_dataset: dict[str, float | None]) -> float | None:
+    """Macro-average over every dataset; None when one has no value (as Table 1: an average
+    over fewer datasets would not compare across methods)."""
+    if any(v is None for v in per_dataset.values()):
+        return None
+    return macro_average(per_dataset)
 
 
 def _pct(x) -> str:
@@ -75,10 +84,11 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 
 
-def _macro(summary: pl.DataFrame, method: str, column: str) -> float:
-    per = {r["dataset"]: r[column] for r in summary.filter(pl.col("method") == method).to_dicts()
-           if r[column] is not None and np.isfinite(r[column])}
-    return macro_average(per) if per else float("nan")
+def _macro_of(summary: pl.DataFrame, method: str, column: str, datasets: list[str]) -> float | None:
+    """Macro-average of one summary column over every dataset (None when a dataset lacks it)."""
+    cells = {(r["dataset"]): r[column] for r in summary.filter(pl.col("method") == method).to_dicts()}
+    return _macro({d: cells.get(d) if cells.get(d) is not None and np.isfinite(cells[d]) else None
+                   for d in datasets})
 
 
 def analyze(judgments: list[str], predictions: list[str], validation: str, accuracy: str, table_csv: str,
@@ -93,7 +103,7 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
     column = {"judge": "judge_acc", "em": "em", "f1": "f1"}[head.metric]
     cell = {(r["dataset"], r["method"]): r[column] for r in summary.to_dicts()}
     body = [[d] + [_pct(cell.get((d, m))) for m in methods] for d in datasets]
-    avg = {m: _macro(summary, m, column) for m in methods}
+    avg = {m: _macro({d: cell.get((d, m)) for d in datasets}) for m in methods}
     body.append(["Avg."] + [_pct(avg[m]) for m in methods])
     deltas = delta_rows(judged, methods, bootstrap_resamples, seed, head.metric)
 
@@ -118,10 +128,10 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
             f"datasets). EM/F1 by each benchmark's official rules. The judge "
             f"{'passed' if head.judge_passed else 'FAILED'} validation.\n",
             markdown_table(["Method", "Judge acc.", "Unscored", "κ (judge, EM)", "EM", "F1"],
-                           [[m, _pct(_macro(summary, m, "judge_acc")),
+                           [[m, _pct(_macro_of(summary, m, "judge_acc", datasets)),
                              f"{unscored[m]['n_unscored']}/{unscored[m]['n']}" if m in unscored else "–",
-                             _num(_macro(summary, m, "judge_em_kappa")),
-                             _pct(_macro(summary, m, "em")), _pct(_macro(summary, m, "f1"))] for m in methods]),
+                             _num(_macro_of(summary, m, "judge_em_kappa", datasets)),
+                             _pct(_macro_of(summary, m, "em", datasets)), _pct(_macro_of(summary, m, "f1", datasets))] for m in methods]),
             "\nCost per question (mean over datasets):\n",
             markdown_table(["Method", "Calls", "Generated tokens"],
                            [[m, f"{cost[m]['calls_per_q']:.2f}", f"{cost[m]['completion_tokens_per_q']:.1f}"]
@@ -148,7 +158,7 @@ def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: l
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(datasets), 3.2))
     width = 0.8 / len(methods)
     for i, m in enumerate(methods):
-        ys = [100 * (cell.get((d, m)) or 0.0) for d in datasets]
+        ys = [np.nan if cell.get((d, m)) is None else 100 * cell[(d, m)] for d in datasets]  # unscored: no bar
         ax.bar(np.arange(len(datasets)) + (i - (len(methods) - 1) / 2) * width, ys, width, label=m)
     ax.set_xticks(np.arange(len(datasets)), datasets)
     ax.set_ylabel(head.axis)

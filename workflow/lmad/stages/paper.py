@@ -86,6 +86,11 @@ def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, b
     a paired-bootstrap 95% CI on the Avg. row (questions resampled within each dataset)."""
     head = read_headline(validation, metric)
     judged = with_score(load_judgments(judgments), head.metric)
+    if not columns:  # paper.columns names no method of this run
+        _write_csv(csv, [])
+        _write(md, "**Table 1 is empty: no method of config `paper.columns` is in this run's `methods`.**\n")
+        _write(tex, "% Table 1 is empty: no method of config paper.columns is in this run's methods.\n")
+        return
     blocks, flat = [], []
     for b in backbones:
         block = table1_block(accuracy_cells(judged, b), datasets, columns, baselines, target)
@@ -117,9 +122,10 @@ def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, b
 GATE_METHODS = ["lmad", "lmad-concrete", "lmad-always"]
 
 
-def gate_activated(traces: list[str]) -> pl.DataFrame:
+def gate_activated(trace: pl.DataFrame) -> pl.DataFrame:
     """(backbone, dataset, qid) of questions where the strict policy rejected ≥ 1 candidate repair."""
-    trace = load("lmad_trace", traces, 4)
+    if trace.is_empty():  # no LMAD trace in the run
+        return pl.DataFrame(schema={"backbone": pl.String, "dataset": pl.String, "qid": pl.String})
     return (trace.filter((pl.col("method") == "lmad") & (pl.col("admitted") == False))  # noqa: E712
             .select("backbone", "dataset", "qid").unique())
 
@@ -128,7 +134,8 @@ def table2(judgments: list[str], validation: str, traces: list[str], csv: str, m
            backbones: list[str], datasets: list[str], metric: str, provenance: dict, code: str = "") -> None:
     head = read_headline(validation, metric)
     judged = with_score(load_judgments(judgments), head.metric)
-    subset = gate_activated(traces)
+    trace = load("lmad_trace", traces, 4)
+    subset = gate_activated(trace)
     on_subset = judged.join(subset, on=["backbone", "dataset", "qid"], how="inner")
     rows, flat = [], []
     for b in backbones:
@@ -142,9 +149,13 @@ def table2(judgments: list[str], validation: str, traces: list[str], csv: str, m
                          **{m: row["values"][m] for m in GATE_METHODS}})
     header = ["Backbone", "Dataset", "n", *[f"{label(m)}" for m in GATE_METHODS]]
     _write_csv(csv, flat)
+    empty = ("" if not subset.is_empty() else
+             "\n**Table 2 is empty: this run has no LMAD (Strict) trace.**\n"
+             if trace.is_empty() or not (trace["method"] == "lmad").any() else
+             "\n**Table 2 is empty: Strict (lmad) rejected no candidate repair in this run.**\n")
     _write(md, f"# Table 2 — {head.label} (%) on the gate-activated subset\n\n" + head.banner()
-           + markdown(header, rows) + f"\n{head.label[0].upper() + head.label[1:]} (%) on questions where Strict "
-           "(lmad) rejected at least one candidate repair; Macro Avg. over datasets with a non-empty subset.\n")
+           + markdown(header, rows) + empty + f"\n{head.label[0].upper() + head.label[1:]} (%) on questions where "
+           "Strict (lmad) rejected at least one candidate repair; Macro Avg. over datasets with a non-empty subset.\n")
     _write(tex, latex(header, rows))
 
 
@@ -254,12 +265,15 @@ def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, b
             for (b, d, m), ps in group_rounds(rounds).items()]
     frame = pl.DataFrame(rows, infer_schema_length=None)
     _write_csv(csv, frame.to_dicts() if len(frame) else [])
+    if frame.is_empty():
+        _write(md, "**No debate method in this run: no debate dynamics to report.**\n")
+        return
     cols = ["final_acc_wrong_majority", "final_acc_even_split", "final_acc_correct_majority", "cpl", "ame", "cmp_1vK"]
     out = []
     for b in backbones:
         for m in (frame.filter(pl.col("backbone") == b)["method"].unique(maintain_order=True) if len(frame) else []):
             sub = frame.filter((pl.col("backbone") == b) & (pl.col("method") == m))
-            rounds_ = [c for c in sub.columns if c.startswith("agent_acc_r")]
+            rounds_ = [c for c in sub.columns if c.startswith("agent_acc_r") and sub[c].is_not_null().any()]
             curve = " → ".join(f"{fmt(float(np.nanmean(sub[c].to_numpy())))}/"
                                f"{fmt(float(np.nanmean(sub[c.replace('agent', 'majority')].to_numpy())))}"
                                for c in rounds_)
