@@ -13,6 +13,7 @@ import re
 from typing import Callable, Sequence
 
 from .base import Backend, ChatRequest, Completion
+from .model_files import template_identity
 
 Responder = Callable[[ChatRequest], str]
 
@@ -39,8 +40,10 @@ def instance_of(schema: dict, pick: int) -> object:
 
 
 class ScriptedBackend(Backend):
-    def __init__(self, name: str = "scripted", responder: Responder | None = None, **_):
-        self.model_id = f"{name}@test-double"
+    def __init__(self, name: str = "scripted", responder: Responder | None = None,
+                 chat_template_kwargs: dict | None = None, **_):
+        self.model_id = template_identity(f"{name}@test-double", chat_template_kwargs)
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})  # what a real backend would render with
         self.responder = responder
         self.calls: list[ChatRequest] = []
 
