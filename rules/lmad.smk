@@ -58,6 +58,8 @@ if LMAD_METHODS:
             max_tokens=config["lmad"]["max_tokens"]["extractor"],
             max_nodes=config["lmad"]["nodes"]["max_nodes"],
             max_node_words=config["lmad"]["nodes"]["max_words"],
+            iterations=config["lmad"]["iterations"],
+            guard_last_iteration=config["lmad"]["guard_last_iteration"],
         conda:
             "../envs/pipeline.yaml"
         threads: lambda w: model_threads(w.backbone)
@@ -130,9 +132,11 @@ if LMAD_METHODS:
             localizations=lmad_paths("localize"),
             positions=lmad_paths("debate"),
             prompt=config["prompts"]["resolver"],
+            relation_prompt=config["prompts"]["relation_check"],
             weights=lambda w: model_files(w.backbone),
         output:
             repairs=lmad_paths("resolve"),
+            relations=lmad_paths("relation"),
         log:
             lmad_log("resolve"),
         benchmark:
@@ -157,6 +161,7 @@ if LMAD_METHODS:
             questions=lmad_unit_questions(),
             samples=lmad_paths("generate"),
             repairs=lmad_paths("resolve"),
+            relations=lmad_paths("relation"),
         output:
             commits=lmad_paths("commit"),
             next_state=lmad_paths("state"),
@@ -167,6 +172,8 @@ if LMAD_METHODS:
             iteration=lambda w: int(w.iteration),
             iterations=config["lmad"]["iterations"],
             min_quote_words=config["lmad"]["guard"]["min_quote_words"],
+            relation=config["lmad"]["guard"]["relation"],
+            guard_last_iteration=config["lmad"]["guard_last_iteration"],
         conda:
             "../envs/pipeline.yaml"
         script:
@@ -181,6 +188,7 @@ if LMAD_METHODS:
             localizations=lmad_iteration_tables("localize"),
             positions=lmad_iteration_tables("debate"),
             repairs=lmad_iteration_tables("resolve"),
+            relations=lmad_iteration_tables("relation"),
             commits=lmad_iteration_tables("commit"),
         output:
             predictions="results/{backbone}/{dataset}/predictions/{lmad_method}.parquet",
