@@ -343,6 +343,12 @@ def paper_proposals(wildcards=None):
                   dataset=config["datasets"])
 
 
+def paper_rounds0(wildcards=None):
+    """Round 0 of every configured debate method: headroom measures each against its own opening."""
+    return [f"results/{b}/{d}/{m}/round0.parquet" for b in config["backbones"] for d in config["datasets"]
+            for m in config["methods"] if m in DEBATE_PROTOCOLS]
+
+
 def paper_traces(methods=None):
     """Input function: LMAD trace tables of the given LMAD methods (default: all configured)."""
 
@@ -367,7 +373,8 @@ def paper_outputs():
     out = [f"results/paper/{name}.{ext}" for name in ("table1", "cost", "headroom") for ext in ("csv", "md")]
     out += ["results/paper/table1.tex", "results/paper/accuracy.png", "results/paper/pareto.png"]
     if all(m in config["methods"] for m in PAPER_GATE_METHODS):
-        out += ["results/paper/table2.csv", "results/paper/table2.md", "results/paper/table2.tex"]
+        out += ["results/paper/table2.csv", "results/paper/table2.md", "results/paper/table2.tex",
+                "results/paper/table2_checks.csv"]
     if any(m in DEBATE_PROTOCOLS for m in config["methods"]):
         out += ["results/paper/rounds.png", "results/paper/dynamics.csv", "results/paper/dynamics.md"]
     if "lmad" in config["methods"]:
