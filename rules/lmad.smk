@@ -13,7 +13,7 @@ if LMAD_METHODS:
     rule lmad_generate:
         input:
             unpack(lmad_generate_inputs),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             prompt=config["prompts"]["solver"],
             weights=lambda w: model_files(w.backbone),
         output:
@@ -40,7 +40,7 @@ if LMAD_METHODS:
 
     rule lmad_extract:
         input:
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             samples=lmad_paths("generate"),
             prompt=config["prompts"]["extractor"],
             weights=lambda w: model_files(w.backbone),
@@ -71,7 +71,7 @@ if LMAD_METHODS:
     rule lmad_localize:
         input:
             unpack(lmad_state),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             chains=lmad_paths("extract"),
             prompt=config["prompts"]["localizer"],
             weights=lambda w: model_files(w.backbone),
@@ -98,7 +98,7 @@ if LMAD_METHODS:
     rule lmad_debate:
         input:
             unpack(lmad_state),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             localizations=lmad_paths("localize"),
             prompt=config["prompts"]["debater"],
             weights=lambda w: model_files(w.backbone),
@@ -128,7 +128,7 @@ if LMAD_METHODS:
     rule lmad_resolve:
         input:
             unpack(lmad_state),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             localizations=lmad_paths("localize"),
             positions=lmad_paths("debate"),
             prompt=config["prompts"]["resolver"],
@@ -158,7 +158,7 @@ if LMAD_METHODS:
     rule lmad_commit:
         input:
             unpack(lmad_state),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             samples=lmad_paths("generate"),
             repairs=lmad_paths("resolve"),
             relations=lmad_paths("relation"),
@@ -181,7 +181,7 @@ if LMAD_METHODS:
 
     rule lmad_predict:
         input:
-            questions="results/data/{dataset}.parquet",
+            questions=dataset_questions,
             final_state=lmad_final_state,
             samples=lmad_iteration_tables("generate"),
             chains=lmad_iteration_tables("extract"),
