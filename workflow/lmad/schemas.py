@@ -30,7 +30,8 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("qid", _str), ("dataset", _str), ("question", _str),
         ("context", pa.list_(pa.struct([("title", _str), ("sentences", _strs)]))),
         ("answer", _str), ("aliases", _strs), ("qtype", _str),
-        ("supporting_facts", pa.list_(pa.struct([("title", _str), ("sent_id", _int)]))),
+        # paragraph: index of the supporting paragraph in context (titles repeat in MuSiQue)
+        ("supporting_facts", pa.list_(pa.struct([("title", _str), ("sent_id", _int), ("paragraph", _int)]))),
         ("source", _str),
     ]), ["qid"]),
     # one solver call: an agent's free-form rationale and extracted answer

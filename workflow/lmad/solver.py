@@ -20,10 +20,32 @@ def derive_seed(base: int, *parts) -> int:
     return int(hashlib.sha256(blob).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
+# question-initial auxiliaries / modals: a comparison question opening with one asks yes or no
+_YES_NO_OPENERS = frozenset("am are is was were be do does did has have had can could may might must shall should "
+                            "will would".split())
+ANSWER_LINES = {
+    "yes/no": 'Then finish with a last line of the form "Answer: yes" or "Answer: no".',
+    "short": 'Then finish with a last line of the form "Answer: <short answer>".',
+}
+
+
+def answer_type(question: dict) -> str:
+    """``yes/no`` for StrategyQA and for HotpotQA comparison questions that open with an
+    auxiliary ("Were Scott Derrickson and Ed Wood of the same nationality?"); ``short``
+    otherwise. Read from the question alone, never from its gold answer."""
+    if question.get("dataset") == "strategyqa":
+        return "yes/no"
+    words = question.get("question", "").split()
+    if question.get("qtype") == "comparison" and words and words[0].casefold() in _YES_NO_OPENERS:
+        return "yes/no"
+    return "short"
+
+
 def solver_request(prompt: Prompt, question: dict, temperature: float, seed: int, max_tokens: int,
                    committed: Sequence[str] = ()) -> ChatRequest:
     messages = prompt.render(context=format_context(question["context"]), question=question["question"],
-                             committed=format_committed(committed))
+                             committed=format_committed(committed),
+                             answer_line=ANSWER_LINES[answer_type(question)])
     return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed)
 
 
