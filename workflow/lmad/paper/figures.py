@@ -58,8 +58,9 @@ def accuracy(judged: pl.DataFrame, png: str, pdf: str, backbones, datasets, meth
                 p = 100 * k / n if n else 0.0
                 a, c = wilson(k, n)
                 ys.append(p)
-                lo.append(p - 100 * a if n else 0)
-                hi.append(100 * c - p if n else 0)
+                # clamped: at k = n (or 0) rounding can put the Wilson bound a hair inside p
+                lo.append(max(0.0, p - 100 * a) if n else 0)
+                hi.append(max(0.0, 100 * c - p) if n else 0)
             x = np.arange(len(datasets)) + (i - (len(methods) - 1) / 2) * width
             ax.bar(x, ys, width, yerr=[lo, hi], capsize=1.5, label=label(m), error_kw={"lw": 0.6})
         ax.set_xticks(np.arange(len(datasets)), [label(d) for d in datasets])
