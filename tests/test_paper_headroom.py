@@ -57,3 +57,13 @@ def test_headroom_of_a_debate_method_reads_its_own_round_0(tmp_path):
     assert (rows["sc"]["vote_acc"], rows["sc"]["headroom"], rows["sc"]["recovered"]) == (100, 0, 0)
     assert (rows["dmad"]["vote_acc"], rows["dmad"]["headroom"], rows["dmad"]["recovered"]) == (0, 100, 100)
     assert rows["dmad"]["gain"] == 100
+
+
+def test_rejected_repair_contains_gold_by_whole_words():
+    from lmad.stages.paper import _contains_gold
+
+    assert _contains_gold(["Sir Arthur Gore, 2nd Baronet is the grandfather."], ["Sir Arthur Gore, 2nd Baronet"])
+    assert _contains_gold(["It was formed in Fujioka, Gunma."], ["Gunma Prefecture", "Fujioka, Gunma"])  # alias
+    assert not _contains_gold(["Parisian cafés"], ["Paris"])  # whole words only
+    assert not _contains_gold(["No, they are not."], ["no"])  # yes/no golds say nothing here
+    assert not _contains_gold([], ["Paris"])

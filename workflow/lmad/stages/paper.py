@@ -47,10 +47,12 @@ def _write(path: str, text: str) -> None:
     tmp.replace(path)
 
 
-def _write_csv(path: str, rows: list[dict]) -> None:
+def _write_csv(path: str, rows: list[dict], columns: list[str] | None = None) -> None:
+    """``columns`` keeps the header of an empty table."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-    pl.DataFrame(rows).write_csv(tmp)
+    frame = pl.DataFrame(rows) if rows or not columns else pl.DataFrame({c: [] for c in columns})
+    frame.write_csv(tmp)
     tmp.replace(path)
 
 
@@ -125,6 +127,9 @@ def _contains_gold(nodes: list[str], golds: list[str]) -> bool:
     return False
 
 
+REJECTION_COLUMNS = ["backbone", "check", "required", "repairs", "rejected", "rejected_with_gold", "truncated"]
+
+
 def guard_rejections(traces: list[str], questions: list[str]) -> list[dict]:
     """Per backbone and check of the strict policy's trace: repairs judged, repairs the check
     rejected, and rejected repairs that contain the gold answer (a false-rejection estimate).
@@ -169,7 +174,7 @@ def table2(judgments: list[str], traces: list[str], questions: list[str], csv: s
     header = ["Backbone", "Dataset", "n", *[f"{label(m)}" for m in GATE_METHODS]]
     _write_csv(csv, flat)
     rejections = guard_rejections(traces, questions)
-    _write_csv(checks_csv, rejections)
+    _write_csv(checks_csv, rejections, REJECTION_COLUMNS)
     check_rows = [[k["backbone"], k["check"] + (" (required)" if k["required"] else ""), str(k["repairs"]),
                    str(k["rejected"]), str(k["rejected_with_gold"]), str(k["truncated"])] for k in rejections]
     _write(md, markdown(header, rows) + "\nJudge accuracy (%) on questions where Strict (lmad) rejected at least "
