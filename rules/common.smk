@@ -30,8 +30,35 @@ def job_datasets(wildcards=None):
     return [d if SHARDS == 1 else shard_name(d, shard) for d in config["datasets"]]
 
 
-def question_tables():
-    return [f"results/data/{w}.parquet" for w in job_datasets()]
+# Per-backbone question counts (config `backbone_n`, e.g. the paper's 150 per dataset for the
+# Qwen3.5 rows): such a backbone reads results/{backbone}/data/{dataset}.parquet, the first n of the
+# dataset's seeded ranking (rule backbone_questions); every other backbone reads results/data/.
+BACKBONE_N = config.get("backbone_n") or {}
+for _name in BACKBONE_N:
+    if _name not in config["backbones"]:
+        raise ValueError(f"config backbone_n.{_name}: not one of the backbones {config['backbones']}")
+
+
+def questions_path(backbone, work_dataset):
+    """The questions table a backbone's stages read for one (work) dataset."""
+    if backbone in BACKBONE_N:
+        return f"results/{backbone}/data/{work_dataset}.parquet"
+    return f"results/data/{work_dataset}.parquet"
+
+
+def question_tables(wildcards):
+    """Input function: the question tables of one stage job, in job_datasets order."""
+    return [questions_path(wildcards.backbone, w) for w in job_datasets(wildcards)]
+
+
+def dataset_questions(wildcards):
+    return questions_path(wildcards.backbone, wildcards.dataset)
+
+
+def backbone_subset_inputs(wildcards):
+    """The full dataset (its seeded ranking decides the subset) and the work dataset (a shard) to filter."""
+    base = next(d for d in config["datasets"] if wildcards.dataset in shard_names(d, SHARDS))
+    return {"full": f"results/data/{base}.parquet", "part": f"results/data/{wildcards.dataset}.parquet"}
 
 
 def sample_tables():
@@ -168,8 +195,8 @@ def lmad_units():
     return [[d, m] for d in config["datasets"] for m in LMAD_METHODS]
 
 
-def lmad_unit_questions():
-    return [q for q in question_tables() for _ in LMAD_METHODS]
+def lmad_unit_questions(wildcards):
+    return [q for q in question_tables(wildcards) for _ in LMAD_METHODS]
 
 
 def lmad_paths(stage, backbone="{backbone}", iteration="{iteration}", wildcards=None):
@@ -349,6 +376,12 @@ def paper_proposals(wildcards=None):
                   dataset=config["datasets"])
 
 
+def paper_rounds0(wildcards=None):
+    """Round 0 of every configured debate method: headroom measures each against its own opening."""
+    return [f"results/{b}/{d}/{m}/round0.parquet" for b in config["backbones"] for d in config["datasets"]
+            for m in config["methods"] if m in DEBATE_PROTOCOLS]
+
+
 def paper_traces(methods=None):
     """Input function: LMAD trace tables of the given LMAD methods (default: all configured)."""
 
@@ -373,7 +406,8 @@ def paper_outputs():
     out = [f"results/paper/{name}.{ext}" for name in ("table1", "cost", "headroom") for ext in ("csv", "md")]
     out += ["results/paper/table1.tex", "results/paper/accuracy.png", "results/paper/pareto.png"]
     if all(m in config["methods"] for m in PAPER_GATE_METHODS):
-        out += ["results/paper/table2.csv", "results/paper/table2.md", "results/paper/table2.tex"]
+        out += ["results/paper/table2.csv", "results/paper/table2.md", "results/paper/table2.tex",
+                "results/paper/table2_checks.csv"]
     if any(m in DEBATE_PROTOCOLS for m in config["methods"]):
         out += ["results/paper/rounds.png", "results/paper/dynamics.csv", "results/paper/dynamics.md"]
     if "lmad" in config["methods"]:

@@ -16,6 +16,22 @@ rule prepare_data:
         "../workflow/scripts/prepare_data.py"
 
 
+rule backbone_questions:
+    input:
+        unpack(backbone_subset_inputs),
+    output:
+        questions="results/{backbone}/data/{dataset}.parquet",
+    log:
+        "logs/{backbone}/backbone_questions/{dataset}.log",
+    params:
+        n=lambda w: BACKBONE_N[w.backbone],
+        seed=config["seed"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/backbone_questions.py"
+
+
 rule convert_model:
     output:
         model_dir=directory("resources/models/{model}"),

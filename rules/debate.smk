@@ -10,7 +10,7 @@
 rule debate_round:
     input:
         unpack(debate_round_inputs),
-        questions=question_tables(),
+        questions=question_tables,
         weights=lambda w: model_files(w.backbone),
     output:
         samples=debate_round_outputs(""),
@@ -42,7 +42,7 @@ rule debate_round:
 
 rule debate_predict:
     input:
-        questions="results/data/{dataset}.parquet",
+        questions=dataset_questions,
         samples=debate_round_tables(""),
         steps=debate_round_tables("_steps"),
         final_state=debate_final_state,

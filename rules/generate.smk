@@ -6,7 +6,7 @@
 
 rule generate:
     input:
-        questions=question_tables(),
+        questions=question_tables,
         prompt=config["prompts"]["solver"],
         weights=lambda w: model_files(w.backbone),
     output:
@@ -33,7 +33,7 @@ rule generate:
 
 rule predict:
     input:
-        questions="results/data/{dataset}.parquet",
+        questions=dataset_questions,
         samples=lambda w: f"results/{w.backbone}/{w.dataset}/samples/{PREDICT_SOURCE[w.method]}.parquet",
     output:
         predictions="results/{backbone}/{dataset}/predictions/{method}.parquet",

@@ -13,7 +13,7 @@ if LMAD_METHODS:
     rule lmad_generate:
         input:
             unpack(lmad_generate_inputs),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             prompt=config["prompts"]["solver"],
             weights=lambda w: model_files(w.backbone),
         output:
@@ -40,7 +40,7 @@ if LMAD_METHODS:
 
     rule lmad_extract:
         input:
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             samples=lmad_paths("generate"),
             prompt=config["prompts"]["extractor"],
             weights=lambda w: model_files(w.backbone),
@@ -58,6 +58,8 @@ if LMAD_METHODS:
             max_tokens=config["lmad"]["max_tokens"]["extractor"],
             max_nodes=config["lmad"]["nodes"]["max_nodes"],
             max_node_words=config["lmad"]["nodes"]["max_words"],
+            iterations=config["lmad"]["iterations"],
+            guard_last_iteration=config["lmad"]["guard_last_iteration"],
         conda:
             "../envs/pipeline.yaml"
         threads: lambda w: model_threads(w.backbone)
@@ -69,7 +71,7 @@ if LMAD_METHODS:
     rule lmad_localize:
         input:
             unpack(lmad_state),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             chains=lmad_paths("extract"),
             prompt=config["prompts"]["localizer"],
             weights=lambda w: model_files(w.backbone),
@@ -96,7 +98,7 @@ if LMAD_METHODS:
     rule lmad_debate:
         input:
             unpack(lmad_state),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             localizations=lmad_paths("localize"),
             prompt=config["prompts"]["debater"],
             weights=lambda w: model_files(w.backbone),
@@ -126,13 +128,15 @@ if LMAD_METHODS:
     rule lmad_resolve:
         input:
             unpack(lmad_state),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             localizations=lmad_paths("localize"),
             positions=lmad_paths("debate"),
             prompt=config["prompts"]["resolver"],
+            relation_prompt=config["prompts"]["relation_check"],
             weights=lambda w: model_files(w.backbone),
         output:
             repairs=lmad_paths("resolve"),
+            relations=lmad_paths("relation"),
         log:
             lmad_log("resolve"),
         benchmark:
@@ -154,9 +158,10 @@ if LMAD_METHODS:
     rule lmad_commit:
         input:
             unpack(lmad_state),
-            questions=lmad_unit_questions(),
+            questions=lmad_unit_questions,
             samples=lmad_paths("generate"),
             repairs=lmad_paths("resolve"),
+            relations=lmad_paths("relation"),
         output:
             commits=lmad_paths("commit"),
             next_state=lmad_paths("state"),
@@ -167,6 +172,8 @@ if LMAD_METHODS:
             iteration=lambda w: int(w.iteration),
             iterations=config["lmad"]["iterations"],
             min_quote_words=config["lmad"]["guard"]["min_quote_words"],
+            relation=config["lmad"]["guard"]["relation"],
+            guard_last_iteration=config["lmad"]["guard_last_iteration"],
         conda:
             "../envs/pipeline.yaml"
         script:
@@ -174,13 +181,14 @@ if LMAD_METHODS:
 
     rule lmad_predict:
         input:
-            questions="results/data/{dataset}.parquet",
+            questions=dataset_questions,
             final_state=lmad_final_state,
             samples=lmad_iteration_tables("generate"),
             chains=lmad_iteration_tables("extract"),
             localizations=lmad_iteration_tables("localize"),
             positions=lmad_iteration_tables("debate"),
             repairs=lmad_iteration_tables("resolve"),
+            relations=lmad_iteration_tables("relation"),
             commits=lmad_iteration_tables("commit"),
         output:
             predictions="results/{backbone}/{dataset}/predictions/{lmad_method}.parquet",

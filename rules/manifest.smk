@@ -8,6 +8,7 @@
 localrules:
     all,
     prepare_data,
+    backbone_questions,
     predict,
     lmad_commit,
     lmad_predict,

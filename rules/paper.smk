@@ -60,10 +60,12 @@ rule paper_table2:
         validation=judge_validation_file(),
         judgments=paper_judgments(),
         traces=paper_traces(["lmad"]),
+        questions=paper_questions(),
     output:
         csv="results/paper/table2.csv",
         md=report("results/paper/table2.md", caption="../config/report/paper_table2.rst", category="Paper"),
         tex="results/paper/table2.tex",
+        checks_csv="results/paper/table2_checks.csv",
     log:
         "logs/paper/table2.log",
     params:
@@ -72,6 +74,8 @@ rule paper_table2:
             "lmad.headline.headline",
             "lmad.stages.paper.table2",
             "lmad.stages.paper.gate_activated",
+            "lmad.stages.paper.guard_rejections",
+            "lmad.stages.paper._contains_gold",
             "lmad.paper.tables.table2_block",
         ),
         backbones=config["backbones"],
@@ -85,13 +89,14 @@ rule paper_table2:
 rule paper_cost:
     input:
         predictions=paper_predictions(),
+        traces=paper_traces(),
     output:
         csv="results/paper/cost.csv",
         md=report("results/paper/cost.md", caption="../config/report/paper_cost.rst", category="Paper"),
     log:
         "logs/paper/cost.log",
     params:
-        code=paper_code("lmad.stages.paper.cost_table"),
+        code=paper_code("lmad.stages.paper.cost_table", "lmad.stages.paper.lmad_call_summary"),
         backbones=config["backbones"],
         datasets=list(config["datasets"]),
         methods=config["methods"],
@@ -107,6 +112,7 @@ rule paper_headroom:
         questions=paper_questions(),
         proposals=paper_proposals(),
         judgments=paper_judgments(),
+        rounds0=paper_rounds0(),
     output:
         csv="results/paper/headroom.csv",
         md=report("results/paper/headroom.md", caption="../config/report/paper_headroom.rst", category="Paper"),

@@ -2,6 +2,7 @@
 import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 import pytest
+from hypothesis import given, strategies as st
 
 from lmad.protocols.lmad.commit_guard import (
     METHOD_POLICY,
@@ -74,24 +75,28 @@ def test_evidence_needs_a_quotation_and_all_of_them():
 
 def test_question_terms():
     assert question_terms("Who is the paternal grandfather of Arthur Gore, 2nd Earl of Arran?") == (
-        ["arthur", "gore", "2nd", "earl", "arran"], ["paternal", "grandfather"])
+        ["arthur gore", "2nd earl of arran"], ["paternal", "grandfather"])
     assert question_terms(QUESTION["question"]) == (
         ["hayden", "canada", "buck-tick"], ["singer-songwriter", "hail"])
     assert question_terms("Do the Danube and the Rhine both flow into the North Sea?") == (
-        ["danube", "rhine", "north", "sea"], ["flow"])
+        ["danube", "rhine", "north sea"], ["flow"])
+    # a question-initial auxiliary or modal is not a subject
+    assert question_terms("Were Scott Derrickson and Ed Wood of the same nationality?") == (
+        ["scott derrickson", "ed wood"], ["nationality"])
+    assert question_terms("Might Ludwig van Beethoven have met Mozart?")[0] == ["ludwig van beethoven", "mozart"]
 
 
 def test_subject_and_relation_checks_record_their_evidence():
     q = QUESTION["question"]
     assert check_subject(q, ["BUCK-TICK hails from Fujioka, Gunma."]) == (
-        True, "matched ['buck-tick'] of subject tokens ['hayden', 'canada', 'buck-tick']")
+        True, "matched ['buck-tick'] of subject spans ['hayden', 'canada', 'buck-tick']")
     assert check_relation(q, ["BUCK-TICK hails from Fujioka, Gunma."]) == (
         True, "matched ['hail'] of relation words ['singer-songwriter', 'hail']")
     # drifted to another entity / relation
     ok, detail = check_subject(q, ["X Japan was formed in Tateyama."])
     assert not ok and detail.startswith("matched []")
     assert not check_relation(q, ["Buck-Tick was formed in Fujioka, Gunma."])[0]
-    assert check_subject("when was it built?", ["anything"]) == (True, "n/a: the question has no subject tokens")
+    assert check_subject("when was it built?", ["anything"]) == (True, "n/a: the question has no subject spans")
     assert check_relation("Who is Arthur Gore?", ["x"]) == (True, "n/a: the question has no relation words")
     # possessives and inflections
     assert check_subject("Where did Arran's father live?", ["The Arran family"])[0]
@@ -114,8 +119,53 @@ def test_policies_gate_on_different_checks():
     assert all(verdict["always"].values())
     result = commit_guard("concrete", QUESTION, drifted, 3)
     assert [(c.check, c.passed, c.required) for c in result.checks] == [
-        ("concrete", True, True), ("subject", False, False), ("relation", False, False), ("evidence", True, False)]
+        ("concrete", True, True), ("subject", False, False), ("relation", False, False),
+        ("relation_model", False, False), ("evidence", True, False)]
     assert commit_guard("strict", QUESTION, broken, 3).checks[0].detail.startswith("no explicit claim: not JSON")
     with pytest.raises(ValueError, match="unknown commit policy"):
         commit_guard("lenient", QUESTION, good, 3)
     assert METHOD_POLICY == {"lmad": "strict", "lmad-concrete": "concrete", "lmad-always": "always"}
+
+
+DERRICKSON = "Were Scott Derrickson and Ed Wood of the same nationality?"
+
+
+def test_derrickson_repair_passes_the_lexical_check():
+    """The issue's example: the correct repair names no "nationality" but answers it for both
+    compared entities; a whole entity span, not a stray capitalised word, is the subject."""
+    repair = ["Scott Derrickson is American and Ed Wood is American."]
+    assert check_subject(DERRICKSON, repair)[0]
+    ok, detail = check_relation(DERRICKSON, repair)
+    assert ok and detail.startswith("comparison")
+    # one side only: the comparison is not addressed
+    assert not check_relation(DERRICKSON, ["Scott Derrickson is American."])[0]
+    # a part of a name is not the entity, and "Were" is no subject
+    assert not check_subject(DERRICKSON, ["Scott Joplin and Wood Allen were American."])[0]
+    assert not check_subject(DERRICKSON, ["They were American."])[0]
+    q = {"question": DERRICKSON, "context": [{"title": "x", "sentences": ["Scott Derrickson is an American director."]}]}
+    good = parse_repair('{"nodes": ["Scott Derrickson is American and Ed Wood is American."], '
+                        '"quotes": ["Scott Derrickson is an American director"]}')
+    assert commit_guard("strict", q, good, 3, relation="lexical").admitted
+
+
+def test_relation_mode_chooses_the_required_check():
+    good = parse_repair('{"nodes": ["Buck-Tick hails from Fujioka, Gunma."], '
+                        '"quotes": ["formed in Fujioka, Gunma in 1983"]}')
+    for verdict, admitted in [("yes", True), ("no", False), (None, False), ("", False)]:
+        result = commit_guard("strict", QUESTION, good, 3, relation="model", model_verdict=verdict)
+        assert result.admitted is admitted, verdict
+        checks = {c.check: c for c in result.checks}
+        assert checks["subject"].passed and checks["relation"].passed  # lexical recorded, not required
+        assert not checks["subject"].required and checks["relation_model"].required
+    # lexical ignores the model's no (it is recorded)
+    lexical = commit_guard("strict", QUESTION, good, 3, relation="lexical", model_verdict="no")
+    assert lexical.admitted and not {c.check: c for c in lexical.checks}["relation_model"].passed
+    with pytest.raises(ValueError, match="unknown relation check"):
+        commit_guard("strict", QUESTION, good, 3, relation="vibes")
+
+
+@given(st.text(max_size=80), st.lists(st.text(max_size=40), max_size=3))
+def test_lexical_checks_never_raise(question, nodes):
+    for check in (check_subject, check_relation):
+        ok, detail = check(question, nodes)
+        assert isinstance(ok, bool) and isinstance(detail, str)

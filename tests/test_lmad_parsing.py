@@ -158,3 +158,17 @@ def test_transitions_and_stop_reasons():
         controller.transition(STATE, ["Lyon", "Paris", "Nice"], None, [], 0, 3)
     # empty answers never agree
     assert controller.needs_repair(["", "", ""]) and not controller.needs_repair(["Yes.", "yes", "YES"])
+
+
+def test_resolver_schema_fits_its_budget():
+    """A reply with every item at its longest fits the token budget at 3 characters per token,
+    so the constraint can always close the JSON before the budget cuts it."""
+    import json as _json
+
+    from lmad.protocols.lmad.resolve import CHARS_PER_TOKEN, resolution_schema
+
+    for budget in (128, 192, 256, 512):
+        schema = resolution_schema(budget)
+        props = schema["properties"]
+        longest = {k: ["x" * v["items"]["maxLength"]] * v["maxItems"] for k, v in props.items()}
+        assert len(_json.dumps(longest)) <= CHARS_PER_TOKEN * budget, budget

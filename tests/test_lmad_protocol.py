@@ -23,6 +23,7 @@ ROLE_MARKERS = {  # the system message of each role's template
     "localizer": "compare several agents",
     "debater": "You are agent",
     "resolver": "settle a disputed reasoning step",
+    "relation": "stay on the question",
     "solver": "answers multi-hop questions",
 }
 
@@ -52,8 +53,10 @@ def make_question(qid, question, answer, context, dataset="hotpotqa"):
 class Run:
     """Runs the LMAD stages in rule order for one method, like the Snakemake DAG does."""
 
-    def __init__(self, tmp_path, monkeypatch, questions, responder, iterations=2, rounds=1):
+    def __init__(self, tmp_path, monkeypatch, questions, responder, iterations=2, rounds=1, relation="model",
+                 guard_last_iteration=True):
         self.dir, self.iterations, self.rounds = tmp_path, iterations, rounds
+        self.relation, self.guard_last_iteration = relation, guard_last_iteration
         # the real call cache in front of the scripted agents: policies share identical calls
         self.scripted = ScriptedBackend(responder=responder)
         self.backend = CachedBackend(lambda: self.scripted, self.scripted.model_id, tmp_path / "cache")
@@ -91,25 +94,29 @@ class Run:
             stages.generate(prompt=str(PROMPTS / "solver.txt"), samples=p("generate"), iteration=k,
                             temperatures=TEMPERATURES, max_tokens=64, seed=0, **source, **common)
             stages.extract(samples=p("generate"), prompt=str(PROMPTS / "extractor.txt"), chains=p("extract"),
-                           iteration=k, max_tokens=256, max_nodes=12, max_node_words=40, **common)
+                           iteration=k, max_tokens=256, max_nodes=12, max_node_words=40, iterations=self.iterations,
+                           guard_last_iteration=self.guard_last_iteration, **common)
             stages.localize(chains=p("extract"), prompt=str(PROMPTS / "localizer.txt"),
                             localizations=p("localize"), iteration=k, max_tokens=128, **state, **common)
             stages.debate(localizations=p("localize"), prompt=str(PROMPTS / "debater.txt"), positions=p("debate"),
                           iteration=k, rounds=self.rounds, temperatures=TEMPERATURES, seed=0, max_tokens=128,
                           **state, **common)
             stages.resolve(localizations=p("localize"), positions=p("debate"), prompt=str(PROMPTS / "resolver.txt"),
-                           repairs=p("resolve"), iteration=k, max_tokens=192, **state, **common)
+                           repairs=p("resolve"), relation_prompt=str(PROMPTS / "relation_check.txt"),
+                           relations=p("relation"), iteration=k, max_tokens=192, **state, **common)
             stages.commit(questions=common["questions"], samples=p("generate"), repairs=p("resolve"),
-                          commits=p("commit"), next_state=p("state"), units=units, iteration=k,
-                          iterations=self.iterations, min_quote_words=3, provenance={}, **state)
+                          relations=p("relation"), commits=p("commit"), next_state=p("state"), units=units,
+                          iteration=k, iterations=self.iterations, min_quote_words=3, relation=self.relation,
+                          guard_last_iteration=self.guard_last_iteration, provenance={}, **state)
         out = {}
         for method in methods:
             tables = {s: [self.path(method, k, s) for k in range(self.iterations)]
-                      for s in ("generate", "extract", "localize", "debate", "resolve", "commit")}
+                      for s in ("generate", "extract", "localize", "debate", "resolve", "relation", "commit")}
             path = self.dir / method / "predictions.parquet"
             stages.predict(questions=self.questions, final_state=self.path(method, self.iterations - 1, "state"),
                            samples=tables["generate"], chains=tables["extract"], localizations=tables["localize"],
-                           positions=tables["debate"], repairs=tables["resolve"], commits=tables["commit"],
+                           positions=tables["debate"], repairs=tables["resolve"], relations=tables["relation"],
+                           commits=tables["commit"],
                            predictions=str(path), trace=str(self.dir / method / "trace.parquet"), method=method,
                            provenance={})
             out[method] = {p["qid"]: p for p in read_table("predictions", path).to_dicts()}
@@ -140,6 +147,8 @@ def scripted(solutions, committed_solutions, chains, localization, debate, repai
             return json.dumps(localization)
         if role == "debater":
             return debate[agent_of(req)]
+        if role == "relation":
+            return "yes"
         return json.dumps(repair)
     return respond
 
@@ -199,10 +208,12 @@ def test_case1_lineage_off_by_one_is_repaired(tmp_path, monkeypatch):
     assert commit0["committed"] == [GORE_REPAIR] and commit0["stop_reason"] is None
     assert pred["prediction"] == "Sir Arthur Gore, 2nd Baronet"
     assert (pred["stop_reason"], pred["stop_round"]) == ("agreement", 1)
-    # proposals 3 (shared, reused at iteration 0) + extract 3 + localize 1 + debate 3 + resolve 1 + generate 3
-    assert pred["calls"] == 14
+    # proposals 3 (shared, reused at iteration 0) + extract 3 + localize 1 + debate 3 + resolve 1
+    # + relation check 1 + generate 3
+    assert pred["calls"] == 15
     # agents 1 and 3 wrote the same rationale: one extractor request, computed once by the cache
-    assert len(run.scripted.calls) == 13 and len(run.calls("extractor")) == 2
+    assert len(run.scripted.calls) == 14 and len(run.calls("extractor")) == 2
+    assert len(run.calls("relation")) == 1
     assert len(run.calls("solver")) == 6  # iteration 0 issued no solver call of its own
     trace = run.trace()
     assert [t["iteration"] for t in trace] == [0, 1]
@@ -264,8 +275,9 @@ def buck_responder():
     )
 
 
-def test_case2_answer_granularity_is_repaired(tmp_path, monkeypatch):
-    run = Run(tmp_path, monkeypatch, [BUCK_Q], buck_responder())
+@pytest.mark.parametrize("relation", ["model", "lexical"])
+def test_case2_answer_granularity_is_repaired(tmp_path, monkeypatch, relation):
+    run = Run(tmp_path, monkeypatch, [BUCK_Q], buck_responder(), relation=relation)
     pred = run()["hotpot-bucktick"]
 
     proposals = read_table("samples", run.proposals).sort("agent")["answer"].to_list()
@@ -275,7 +287,10 @@ def test_case2_answer_granularity_is_repaired(tmp_path, monkeypatch):
     assert loc["segments"] == [[BUCK_FORMED], BUCK_CHAINS["A2"][:2], [BUCK_JAPANESE]]
     commit0 = run.table("lmad_commits", "lmad", 0, "commit")[0]
     checks = {c["check"]: c for c in commit0["checks"]}
-    assert commit0["admitted"] and all(c["passed"] and c["required"] for c in checks.values())
+    assert commit0["admitted"] and all(c["passed"] for c in checks.values())  # both relation checks recorded
+    assert {c for c in checks if checks[c]["required"]} == (
+        {"concrete", "relation_model", "evidence"} if relation == "model" else
+        {"concrete", "subject", "relation", "evidence"})
     assert "buck-tick" in checks["subject"]["detail"] and "hail" in checks["relation"]["detail"]
     assert commit0["committed"] == [BUCK_LOCAL]
     gen1 = run.table("samples", "lmad", 1, "generate")
@@ -406,10 +421,106 @@ def test_one_job_serves_the_three_policies_with_one_batch_per_stage(tmp_path, mo
         drop = ("cached",)
         assert {q: {k: v for k, v in p.items() if k not in drop} for q, p in joint[m].items()} == \
             {q: {k: v for k, v in p.items() if k not in drop} for q, p in alone[m].items()}, m
-    # iteration 0: extract, localize, debate (1 round), resolve: one batch each, holding the
-    # three policies' identical requests; iteration 1: strict stopped (guard rejected), and
-    # concrete and always regenerate from the same state and agree
-    assert batches == [9, 3, 9, 3, 6]
+    # iteration 0: extract, localize, debate (1 round), resolve, relation check: one batch each,
+    # holding the three policies' identical requests; iteration 1: strict stopped (guard
+    # rejected), and concrete and always regenerate from the same state and agree
+    assert batches == [9, 3, 9, 3, 3, 6]
     lone = Run(tmp_path / "count", monkeypatch, [GORE_Q], responder)
     lone("lmad-concrete")
     assert len(run.scripted.calls) == len(lone.scripted.calls)  # strict adds no call of its own
+
+
+# ------------------------------------------------------------- paper-fidelity settings
+
+def test_model_relation_check_is_one_batched_call_per_repair_and_recorded(tmp_path, monkeypatch):
+    respond = gore_responder()
+    verdict = {"value": "no"}
+
+    def deny(req):
+        return verdict["value"] if role_of(req) == "relation" else respond(req)
+
+    run = Run(tmp_path, monkeypatch, [GORE_Q, {**BUCK_Q, "dataset": "2wikimultihopqa"}],
+              lambda req: deny(req) if "Gore" in user(req) else buck_responder()(req) if role_of(req) != "relation"
+              else "yes")
+    preds = run("lmad")
+    checks = run.calls("relation")
+    assert len(checks) == 2  # one per repair, both repairs in ONE batch with temperature 0 and a choice
+    assert all(r.temperature == 0 and r.constraint == {"choice": ["yes", "no"]} for r in checks)
+    assert GORE_REPAIR in user(next(r for r in checks if "Gore" in user(r)))
+    rows = {r["qid"]: r for r in run.table("lmad_relations", "lmad", 0, "relation")}
+    assert rows["2wiki-gore"]["verdict"] == "no" and rows["hotpot-bucktick"]["verdict"] == "yes"
+    commit = {c["qid"]: {k["check"]: k for k in c["checks"]} for c in run.table("lmad_commits", "lmad", 0, "commit")}
+    gore = commit["2wiki-gore"]
+    assert not gore["relation_model"]["passed"] and gore["relation_model"]["detail"] == "model: no"
+    assert gore["subject"]["passed"] and gore["relation"]["passed"]  # lexical recorded beside it
+    assert preds["2wiki-gore"]["stop_reason"] == "guard_rejected"
+    assert preds["hotpot-bucktick"]["stop_reason"] == "agreement"
+    trace = {(t["qid"], t["iteration"]): t for t in run.trace()}
+    assert [c["role"] for c in trace[("2wiki-gore", 0)]["call_log"]].count("relation") == 1
+    # lexical policy: the model's "no" is recorded but does not gate
+    lexical = Run(tmp_path / "lexical", monkeypatch, [GORE_Q], deny, relation="lexical")
+    assert lexical("lmad")["2wiki-gore"]["stop_reason"] == "agreement"
+
+
+def test_truncated_resolver_reply_is_its_own_stop_reason(tmp_path, monkeypatch):
+    respond = gore_responder()
+    run = Run(tmp_path, monkeypatch, [GORE_Q], respond)
+    real = run.scripted.generate
+
+    def cut_resolver(reqs):  # the resolver's reply runs into its budget
+        out = real(reqs)
+        return [type(c)(text=c.text[:20], prompt_tokens=c.prompt_tokens, completion_tokens=r.max_tokens,
+                        finish_reason="length") if role_of(r) == "resolver" else c for r, c in zip(reqs, out)]
+
+    monkeypatch.setattr(run.scripted, "generate", cut_resolver)
+    preds = run.jointly(["lmad", "lmad-concrete", "lmad-always"])
+    for method, pred in preds.items():
+        p = pred["2wiki-gore"]
+        assert (p["stop_reason"], p["stop_round"]) == ("resolver_truncated", 0), method
+        assert p["prediction"] == "Sir Arthur Gore, 1st Baronet"
+        commit0 = run.table("lmad_commits", method, 0, "commit")[0]
+        assert commit0["admitted"] is None and commit0["checks"]  # checks recorded, nothing decided
+    assert run.calls("relation") == []  # a cut-off reply is not judged
+    log = run.trace("lmad")[0]["call_log"]
+    assert [c["finish_reason"] for c in log if c["role"] == "resolver"] == ["length"]
+    from lmad.stages.paper import gate_activated
+    assert gate_activated([str(run.dir / "lmad" / "trace.parquet")]).is_empty()  # not in Table 2's subset
+
+
+def test_regeneration_with_unchanged_state_gets_new_samples(tmp_path, monkeypatch):
+    respond = gore_responder()
+
+    def empty_repair(req):  # always admits an empty repair: P stays empty
+        return '{"nodes": [], "quotes": []}' if role_of(req) == "resolver" else respond(req)
+
+    run = Run(tmp_path, monkeypatch, [GORE_Q], empty_repair, iterations=3)
+    run("lmad-always")
+    seeds = {k: [r["seed"] for r in run.table("samples", "lmad-always", k, "generate")] for k in range(3)}
+    assert len({tuple(v) for v in seeds.values()}) == 3  # every iteration its own seeds
+    assert all(len(set(v)) == 3 for v in seeds.values())
+    solver = [r for r in run.scripted.calls if role_of(r) == "solver"]
+    assert len(solver) == 3 + 3 + 3  # proposals, then each regeneration reaches the model: no cache replay
+    again = Run(tmp_path / "again", monkeypatch, [GORE_Q], empty_repair, iterations=3)
+    again("lmad-always")
+    assert seeds == {k: [r["seed"] for r in again.table("samples", "lmad-always", k, "generate")] for k in range(3)}
+
+
+def test_stop_after_the_last_generation_makes_no_auxiliary_call_there(tmp_path, monkeypatch):
+    respond = gore_responder()
+
+    def stubborn(req):
+        if role_of(req) == "solver":
+            return [GORE_WRONG_RATIONALE, GORE_RIGHT_RATIONALE, GORE_WRONG_RATIONALE][agent_of(req)]
+        return respond(req)
+
+    full = Run(tmp_path / "full", monkeypatch, [GORE_Q], stubborn, iterations=2)
+    short = Run(tmp_path / "short", monkeypatch, [GORE_Q], stubborn, iterations=2, guard_last_iteration=False)
+    p_full, p_short = full()["2wiki-gore"], short()["2wiki-gore"]
+    assert (p_short["stop_reason"], p_short["stop_round"]) == ("budget", 1)
+    assert p_short["prediction"] == p_full["prediction"]  # the same majority vote either way
+    last = short.trace()[1]
+    assert {c["role"] for c in last["call_log"]} == {"solver"} and last["final_iteration"]
+    assert last["checks"] == [] and last["admitted"] is None
+    aux = lambda t: sum(c["role"] != "solver" for c in t["call_log"])  # noqa: E731
+    assert aux(full.trace()[1]) == 3 + 1 + 3 + 1 + 1 and aux(last) == 0
+    assert p_full["calls"] - p_short["calls"] == 9

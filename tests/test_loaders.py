@@ -52,8 +52,10 @@ def check_record(record: dict, dataset: str) -> None:
         assert all(isinstance(s, str) for s in paragraph["sentences"])
         sentences.setdefault(paragraph["title"], len(paragraph["sentences"]))
     for fact in record["supporting_facts"]:
-        assert list(fact) == ["title", "sent_id"]
+        assert list(fact) == ["title", "sent_id", "paragraph"]
         assert 0 <= fact["sent_id"] < sentences[fact["title"]], fact
+        if fact["paragraph"] is not None:  # the fact's paragraph, by position
+            assert record["context"][fact["paragraph"]]["title"] == fact["title"], fact
     if dataset == "strategyqa":
         assert record["answer"] in {"yes", "no"}
 
@@ -410,3 +412,17 @@ def test_2wiki_aliases_from_the_official_id_aliases_file(tmp_path):
     (tmp_path / "id_aliases.json").write_text('{"Q_id": "Q9", "aliases": "not a list"}\n')
     with pytest.raises(DataError, match=r"id_aliases.json line 1: field 'aliases'"):
         load_dataset_spec(spec, tmp_path)
+
+
+def test_musique_supporting_paragraphs_are_identified_by_index():
+    """Two paragraphs share a title; only the second supports: the index tells them apart,
+    also after trimming drops paragraphs before it."""
+    raw = {"id": "2hop__1_2", "question": "Q?", "answer": "A", "answer_aliases": [], "answerable": True,
+           "paragraphs": [{"idx": 0, "title": "T", "paragraph_text": "decoy " * 20, "is_supporting": False},
+                          {"idx": 1, "title": "U", "paragraph_text": "other " * 20, "is_supporting": False},
+                          {"idx": 2, "title": "T", "paragraph_text": "the support.", "is_supporting": True}]}
+    record = record_from_raw(raw, "musique", "x line 1")
+    assert record["supporting_facts"] == [{"title": "T", "sent_id": 0, "paragraph": 2}]
+    trimmed = trim_context(record, 1)
+    assert [p["sentences"] for p in trimmed["context"]] == [["the support."]]
+    assert trimmed["supporting_facts"] == [{"title": "T", "sent_id": 0, "paragraph": 0}]

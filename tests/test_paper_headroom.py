@@ -25,3 +25,45 @@ def test_identity_violation_raises():
     broken = {"n": 3, "vote": 1, "hit": 2, "headroom": 1, "recovered": 1, "new_correct": 0, "damage": 0, "final": 1}
     with pytest.raises(AccountingError, match="gain 0"):
         check_identity(broken, "broken")
+
+
+def test_headroom_of_a_debate_method_reads_its_own_round_0(tmp_path):
+    """dMAD's round 0 (affirmative / negative) differs from the shared proposals: its headroom
+    and vote come from its own round 0, SC's from the proposals."""
+    from lmad.schemas import write_table
+    from lmad.stages.paper import headroom_frame
+
+    d = tmp_path / "results" / "bb" / "hotpotqa"
+    q = {"qid": "q1", "dataset": "hotpotqa", "question": "?", "context": [], "answer": "Paris", "aliases": [],
+         "qtype": "bridge", "supporting_facts": [], "source": "t"}
+    write_table("questions", [q], tmp_path / "q.parquet")
+
+    def samples(path, answers):
+        write_table("samples", [{"qid": "q1", "stage": "s", "round": 0, "agent": i, "temperature": 0.1, "seed": i,
+                                 "response": a, "answer": a, "answer_norm": a.lower(), "answer_method": "answer_line",
+                                 "prompt_tokens": 1, "completion_tokens": 1, "finish_reason": "stop", "cached": False}
+                                for i, a in enumerate(answers)], path)
+
+    samples(d / "samples" / "proposals.parquet", ["Paris", "Paris", "Lyon"])  # shared: vote right
+    samples(d / "dmad" / "round0.parquet", ["Lyon", "Paris"])  # dMAD's own: vote wrong (tie → agent 0), hit
+    judged = [{"qid": "q1", "dataset": "hotpotqa", "method": m, "prediction": "Paris", "gold": "Paris", "aliases": [],
+               "judge_model": "j", "judge_verdict": "correct", "judge_correct": 1.0, "judge_raw": "correct",
+               "em": 1.0, "f1": 1.0, "prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "stop",
+               "cached": False} for m in ("sc", "dmad")]
+    write_table("judgments", judged, d / "judgments.parquet")
+    frame = headroom_frame([str(tmp_path / "q.parquet")], [str(d / "samples" / "proposals.parquet")],
+                           [str(d / "judgments.parquet")], ["sc", "dmad"], [str(d / "dmad" / "round0.parquet")])
+    rows = {r["method"]: r for r in frame.filter(frame["dataset"] == "hotpotqa").to_dicts()}
+    assert (rows["sc"]["vote_acc"], rows["sc"]["headroom"], rows["sc"]["recovered"]) == (100, 0, 0)
+    assert (rows["dmad"]["vote_acc"], rows["dmad"]["headroom"], rows["dmad"]["recovered"]) == (0, 100, 100)
+    assert rows["dmad"]["gain"] == 100
+
+
+def test_rejected_repair_contains_gold_by_whole_words():
+    from lmad.stages.paper import _contains_gold
+
+    assert _contains_gold(["Sir Arthur Gore, 2nd Baronet is the grandfather."], ["Sir Arthur Gore, 2nd Baronet"])
+    assert _contains_gold(["It was formed in Fujioka, Gunma."], ["Gunma Prefecture", "Fujioka, Gunma"])  # alias
+    assert not _contains_gold(["Parisian cafés"], ["Paris"])  # whole words only
+    assert not _contains_gold(["No, they are not."], ["no"])  # yes/no golds say nothing here
+    assert not _contains_gold([], ["Paris"])

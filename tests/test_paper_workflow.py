@@ -37,8 +37,17 @@ def test_tables(run):
     assert r"\toprule" in (paper / "table1.tex").read_text()
     t2 = list(csv.DictReader((paper / "table2.csv").open()))
     assert [r["dataset"] for r in t2] == [*DATASETS, "Macro Avg."]
+    checks = pl.read_csv(paper / "table2_checks.csv")
+    assert set(checks["check"]) == {"concrete", "subject", "relation", "relation_model", "evidence"}
+    assert (checks["rejected_with_gold"] <= checks["rejected"]).all()
+    assert (checks["rejected"] + checks["truncated"] <= checks["repairs"]).all()
+    assert "Rejected, gold in repair" in (paper / "table2.md").read_text()
     cost = pl.read_csv(paper / "cost.csv")
     assert set(cost["method"]) == set(METHODS) and (cost["calls_per_q"] > 0).all()
+    lmad = cost.filter(pl.col("method").str.starts_with("lmad"))
+    assert lmad["last_iteration_aux_calls_per_q"].is_not_null().all()
+    assert (lmad["truncated_solver"] >= 0).all() and "truncated_relation" in cost.columns
+    assert cost.filter(pl.col("method") == "sc")["last_iteration_aux_calls_per_q"].is_null().all()
     head = pl.read_csv(paper / "headroom.csv")
     assert "cot" not in set(head["method"])
     gap = head["gain"] - (head["recovered"] + head["new_correct"] - head["damage"])

@@ -75,9 +75,9 @@ def test_paper_config_asks_for_gpus_on_model_rules_only(paper_plan):
             # the profile's default resources
             assert (res["mem_mb"], res["runtime"]) == ("4000", "60"), (rule, res)
     # the judge (Qwen2.5-32B, tensor_parallel_size 2) asks for two GPUs on every job: one
-    # job per backbone judges all four datasets
+    # job per backbone (Table 1's ten) judges all four datasets
     judge = [res for rule, _, res in jobs if rule == "judge"]
-    assert len(judge) == 5 and {r["gpu"] for r in judge} == {"2"}
+    assert len(judge) == len(config["backbones"]) == 10 and {r["gpu"] for r in judge} == {"2"}
 
 
 def test_model_resources_follow_each_backbone_and_overrides(workdir):

@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 __all__ = [
     "MAX_ANSWER_WORDS",
     "extract_answer",
+    "strip_think",
     "normalize_hotpot",
     "canonical_yes_no",
     "normalize_answer",
@@ -136,6 +137,35 @@ def _clean(segment: str) -> str:
     return text
 
 
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+
+#: suffix of ``answer_method`` when a thinking block was removed before extraction
+THINK_REMOVED = "+think_removed"
+
+
+def strip_think(text: str) -> tuple[str, bool]:
+    """Remove reasoning-model thinking (``<think>…</think>``) before answer extraction.
+
+    Thinking should be off (``chat_template_kwargs: {enable_thinking: false}``), so any
+    block that still appears is removed and reported: every closed block; a lone
+    ``</think>`` (the template opened the block in the prompt) and everything before
+    it; an unterminated ``<think>`` (the budget ran out while thinking) and everything
+    after it. Returns ``(text, removed)``.
+    """
+    if not isinstance(text, str):
+        return text, False
+    out = _THINK_BLOCK.sub("", text)
+    close = list(_THINK_CLOSE.finditer(out))
+    if close:
+        out = out[close[-1].end():]
+    opened = _THINK_OPEN.search(out)
+    if opened:
+        out = out[: opened.start()]
+    return out, out != text
+
+
 def extract_answer(text: str, yes_no: bool = False) -> tuple[str, str]:
     """Extract a short answer from free-form model output.
 
@@ -143,6 +173,8 @@ def extract_answer(text: str, yes_no: bool = False) -> tuple[str, str]:
     :func:`is_yes_no_question`) an answer that reads as yes or no
     (:func:`canonical_yes_no`) becomes exactly ``"yes"``/``"no"`` and the method
     gets the suffix ``+yes_no``; otherwise the answer is left as written.
+    Thinking blocks are removed first (:func:`strip_think`); when one was, the method
+    carries the suffix ``+think_removed`` (e.g. ``"answer_line+think_removed"``).
 
     Returns ``(answer, method)``; ``method`` names the rule that fired:
 
@@ -167,7 +199,10 @@ def extract_answer(text: str, yes_no: bool = False) -> tuple[str, str]:
     sentence kept, and answers over ``MAX_ANSWER_WORDS`` (20) words cut to
     their first clause, then hard-cut to 20 words.
     """
+    text, removed = strip_think(text)
     answer, method = _extract(text)
+    if removed:
+        method += THINK_REMOVED
     if yes_no and answer:
         yn = canonical_yes_no(answer)
         if yn is not None and yn != answer:

@@ -30,7 +30,8 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("qid", _str), ("dataset", _str), ("question", _str),
         ("context", pa.list_(pa.struct([("title", _str), ("sentences", _strs)]))),
         ("answer", _str), ("aliases", _strs), ("qtype", _str),
-        ("supporting_facts", pa.list_(pa.struct([("title", _str), ("sent_id", _int)]))),
+        # paragraph: index of the supporting paragraph in context (titles repeat in MuSiQue)
+        ("supporting_facts", pa.list_(pa.struct([("title", _str), ("sent_id", _int), ("paragraph", _int)]))),
         ("source", _str),
     ]), ["qid"]),
     # one solver call: an agent's free-form rationale and extracted answer
@@ -92,6 +93,11 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("qid", _str), ("iteration", _int), ("nodes", _strs), ("quotes", _strs), ("raw_output", _str),
         ("parse_error", _str), *_CALL,
     ]), ["qid", "iteration"]),
+    # the backbone's yes/no on whether a repair keeps the question's subject and relation (one per repair
+    # with a claim; commit_guard "relation_model")
+    "lmad_relations": (pa.schema([
+        ("qid", _str), ("iteration", _int), ("verdict", _str), ("raw_output", _str), ("parse_error", _str), *_CALL,
+    ]), ["qid", "iteration"]),
     # the controller's decision for one question active in an iteration: guard checks, admission, stop
     "lmad_commits": (pa.schema([
         ("qid", _str), ("iteration", _int), ("policy", _str), ("answers", _strs), ("agreed", _bool),
@@ -114,6 +120,11 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("checks", pa.list_(pa.struct([("check", _str), ("passed", _bool), ("required", _bool), ("detail", _str)]))),
         ("admitted", _bool), ("committed_after", _strs), ("stop_reason", _str), ("prediction", _str),
         ("calls", _int), ("prompt_tokens", _int), ("completion_tokens", _int),
+        # every call of the row by role (solver, extractor, localizer, debater, resolver, relation), with
+        # its finish reason; final_iteration: ℓ = L − 1, after which no regeneration can follow
+        ("call_log", pa.list_(pa.struct([("role", _str), ("agent", _int), ("finish_reason", _str),
+                                         ("prompt_tokens", _int), ("completion_tokens", _int)]))),
+        ("final_iteration", _bool),
     ]), ["method", "qid", "iteration"]),
     # ---- debate baselines (lmad.protocols.debate): per round, `samples` + these two ----
     # every call of a round that is not an agent's answer: advice / note / self_critique (agent = author,

@@ -20,10 +20,25 @@ def derive_seed(base: int, *parts) -> int:
     return int(hashlib.sha256(blob).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
+# question-initial auxiliaries / modals: a comparison question opening with one asks yes or no
+ANSWER_LINES = {
+    "yes/no": 'Then finish with a last line of the form "Answer: yes" or "Answer: no".',
+    "short": 'Then finish with a last line of the form "Answer: <short answer>".',
+}
+
+
+def answer_type(question: dict) -> str:
+    """``yes/no`` for a yes/no question (:func:`lmad.answers.is_yes_no_question`: every
+    StrategyQA question, and questions that open with an auxiliary, "Were Scott Derrickson and
+    Ed Wood of the same nationality?"); ``short`` otherwise. Never read from the gold answer."""
+    return "yes/no" if job_yes_no(question) else "short"
+
+
 def solver_request(prompt: Prompt, question: dict, temperature: float, seed: int, max_tokens: int,
                    committed: Sequence[str] = ()) -> ChatRequest:
     messages = prompt.render(context=format_context(question["context"]), question=question["question"],
-                             committed=format_committed(committed))
+                             committed=format_committed(committed),
+                             answer_line=ANSWER_LINES[answer_type(question)])
     return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from .base import Backend, ChatRequest, Completion
 from .cache import CachedBackend
-from .model_files import model_identity
+from .model_files import model_identity, template_identity
 
 __all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "make_backend", "open_backend"]
 
@@ -35,14 +35,16 @@ def make_backend(spec: dict[str, Any]) -> Backend:
 
 
 def backend_identity(spec: dict[str, Any]) -> str:
-    """The model identity in cache keys, computed without loading the model."""
+    """The model identity in cache keys, computed without loading the model: name, weights
+    fingerprint and the model's ``chat_template_kwargs`` (they change the rendered prompt)."""
+    kwargs = spec.get("chat_template_kwargs")
     if spec["backend"] == "scripted":
         from .scripted import scripted_identity
 
-        return scripted_identity(spec.get("name", "scripted"), spec.get("judge_mode", "hash"))
+        return template_identity(scripted_identity(spec.get("name", "scripted"), spec.get("judge_mode", "hash")), kwargs)
     if spec["backend"] == "openai":  # a served model: only a configured revision fingerprints it
-        return model_identity(spec["name"], None, spec.get("revision"))
-    return model_identity(spec["name"], spec.get("model"), spec.get("revision"))
+        return template_identity(model_identity(spec["name"], None, spec.get("revision")), kwargs)
+    return template_identity(model_identity(spec["name"], spec.get("model"), spec.get("revision")), kwargs)
 
 
 # Calls per cache write: one decode batch for transformers (progress survives a kill),

@@ -81,3 +81,13 @@ def model_identity(name: str, path: str | None, revision: str | None = None) -> 
                     h.update(f.read_bytes())
         return f"{name}@{h.hexdigest()[:16]}"
     return f"{name}@{path}"  # a hub id or a served model name
+
+
+def template_identity(identity: str, chat_template_kwargs: dict | None) -> str:
+    """A model identity plus its chat-template options: they change the prompt the model
+    sees (e.g. Qwen3's ``enable_thinking``), so they belong in every cache key. No options
+    leave the identity as it was (existing caches stay valid)."""
+    if not chat_template_kwargs:
+        return identity
+    opts = ",".join(f"{k}={json.dumps(v, sort_keys=True)}" for k, v in sorted(chat_template_kwargs.items()))
+    return f"{identity}+{opts}"

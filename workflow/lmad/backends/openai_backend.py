@@ -10,6 +10,7 @@ What is sent per request (POST ``{base_url}/chat/completions``)::
     {"model": <model>, "messages": [...], "temperature": t, "max_tokens": n,
      "seed": s, "n": 1,
      "stop": [...],                                  # only when the request has stops
+     "chat_template_kwargs": {...},                  # only when the model config sets them
      # constraint, vLLM server extensions:
      "structured_outputs": {"choice": [...]},        # {"choice": [...]}
      "structured_outputs": {"regex": "..."},         # {"regex": "..."}
@@ -38,7 +39,7 @@ import os
 from typing import Any, Sequence
 
 from .base import Backend, ChatRequest, Completion
-from .model_files import model_identity
+from .model_files import model_identity, template_identity
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class OpenAIBackendError(RuntimeError):
     """A request the server refused (non-retryable) or that kept failing."""
 
 
-def request_body(model: str, req: ChatRequest) -> dict[str, Any]:
+def request_body(model: str, req: ChatRequest, chat_template_kwargs: dict | None = None) -> dict[str, Any]:
     """The JSON body sent for one request (see the module docstring)."""
     body: dict[str, Any] = {
         "model": model,
@@ -71,6 +72,8 @@ def request_body(model: str, req: ChatRequest) -> dict[str, Any]:
     }
     if req.stop:
         body["stop"] = list(req.stop)
+    if chat_template_kwargs:  # vLLM server extension, e.g. {"enable_thinking": false}
+        body["chat_template_kwargs"] = dict(chat_template_kwargs)
     if req.constraint:
         kind, value = next(iter(req.constraint.items()))
         if kind == "choice":
@@ -101,14 +104,15 @@ def _server_message(resp) -> str:
 class OpenAIBackend(Backend):
     def __init__(self, name: str, model: str, base_url: str, api_key_env: str = "OPENAI_API_KEY",
                  revision: str | None = None, max_concurrency: int = 16, timeout_s: float = 600,
-                 max_retries: int = 5, backoff_s: float = 1.0):
+                 max_retries: int = 5, backoff_s: float = 1.0, chat_template_kwargs: dict | None = None):
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self.model = model
         # A served model name is not a local folder: identity is name (+ revision).
-        self.model_id = model_identity(name, None, revision)
+        self.model_id = template_identity(model_identity(name, None, revision), chat_template_kwargs)
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.api_key_env = api_key_env
         self.max_concurrency = max_concurrency
@@ -159,7 +163,7 @@ class OpenAIBackend(Backend):
 
     async def _call(self, client, req: ChatRequest) -> Completion:
         httpx = _httpx()
-        body = request_body(self.model, req)
+        body = request_body(self.model, req, self.chat_template_kwargs)
         last = ""
         for attempt in range(self.max_retries + 1):
             delay = self.backoff_s * (2 ** attempt)

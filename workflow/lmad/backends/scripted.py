@@ -22,6 +22,7 @@ import re
 from typing import Callable, Sequence
 
 from .base import Backend, ChatRequest, Completion
+from .model_files import template_identity
 
 Responder = Callable[[ChatRequest], str]
 
@@ -69,10 +70,11 @@ def scripted_identity(name: str, judge_mode: str = "hash") -> str:
 
 class ScriptedBackend(Backend):
     def __init__(self, name: str = "scripted", responder: Responder | str | None = None, judge_mode: str = "hash",
-                 **_):
+                 chat_template_kwargs: dict | None = None, **_):
         if judge_mode not in JUDGE_MODES:
             raise ValueError(f"scripted backend: judge_mode must be one of {JUDGE_MODES}, got {judge_mode!r}")
-        self.model_id = scripted_identity(name, judge_mode)
+        self.model_id = template_identity(scripted_identity(name, judge_mode), chat_template_kwargs)
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})  # what a real backend would render with
         if isinstance(responder, str):
             module, _, attr = responder.partition(":")
             responder = getattr(importlib.import_module(module), attr)

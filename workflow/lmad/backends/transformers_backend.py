@@ -16,7 +16,7 @@ import re
 from typing import Sequence
 
 from .base import Backend, ChatRequest, Completion
-from .model_files import model_identity
+from .model_files import model_identity, template_identity
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +49,15 @@ class _Row:
 
 class TransformersBackend(Backend):
     def __init__(self, name: str, model: str, batch_size: int = 16, threads: int | None = None,
-                 dtype: str = "float32", revision: str | None = None):
+                 dtype: str = "float32", revision: str | None = None, chat_template_kwargs: dict | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if threads:
             torch.set_num_threads(threads)
         self.torch = torch
-        self.model_id = model_identity(name, model, revision)
+        self.model_id = template_identity(model_identity(name, model, revision), chat_template_kwargs)
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.tok = AutoTokenizer.from_pretrained(model)
         self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype))
         self.model.eval()
@@ -78,7 +79,7 @@ class TransformersBackend(Backend):
 
     def _prompt_ids(self, req: ChatRequest) -> list[int]:
         return self.tok.apply_chat_template(req.chat(), add_generation_prompt=True, tokenize=True,
-                                            return_dict=False)
+                                            return_dict=False, **self.chat_template_kwargs)
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         encoded = [self._prompt_ids(r) for r in requests]

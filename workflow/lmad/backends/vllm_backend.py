@@ -36,7 +36,7 @@ import os
 from typing import Any, Sequence
 
 from .base import Backend, ChatRequest, Completion
-from .model_files import model_identity
+from .model_files import model_identity, template_identity
 
 log = logging.getLogger(__name__)
 
@@ -100,12 +100,15 @@ class VLLMBackend(Backend):
     def __init__(self, name: str, model: str, revision: str | None = None, dtype: str = "auto",
                  tensor_parallel_size: int = 1, max_model_len: int | None = None,
                  gpu_memory_utilization: float = 0.85, enforce_eager: bool = False,
-                 enable_prefix_caching: bool = True, seed: int = 0, **engine_kwargs):
+                 enable_prefix_caching: bool = True, seed: int = 0, chat_template_kwargs: dict | None = None,
+                 **engine_kwargs):
         import vllm
         from vllm import sampling_params
         from vllm.platforms import current_platform
 
-        self.model_id = model_identity(name, model, revision)
+        self.model_id = template_identity(model_identity(name, model, revision), chat_template_kwargs)
+        # options of the model's chat template, e.g. {"enable_thinking": false} for Qwen3
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.on_cpu = bool(current_platform.is_cpu())
         if self.on_cpu:
             dtype, filled = cpu_defaults(dtype)
@@ -146,10 +149,12 @@ class VLLMBackend(Backend):
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         if not requests:
             return []
+        template = {"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {}
         outputs = self.llm.chat(
             [r.chat() for r in requests],
             [self.sampling_params(r) for r in requests],
             use_tqdm=False,
+            **template,
         )
         if len(outputs) != len(requests):  # pragma: no cover - engine contract
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(requests)} requests")

@@ -3,7 +3,12 @@
 Canonical record (a plain dict)::
 
     {"qid", "dataset", "question", "context": [{"title", "sentences"}], "answer",
-     "aliases", "qtype", "supporting_facts": [{"title", "sent_id"}], "source"}
+     "aliases", "qtype", "supporting_facts": [{"title", "sent_id", "paragraph"}], "source"}
+
+``paragraph`` is the supporting paragraph's index in ``context``. MuSiQue repeats titles
+(in 33 of 100 real dev questions another paragraph has a supporting paragraph's title), so
+its supporting paragraphs are identified by position, never by title; HotpotQA and 2Wiki
+facts point at the first paragraph with their title (null when none has it).
 
 Both each benchmark's original schema and its Hugging Face ``datasets`` shape are
 accepted: HF copies store pair lists column-wise (``{"title": [...], "sentences": [...]}``,
@@ -177,8 +182,8 @@ def _musique(raw: dict, where: str) -> dict:
         "answer": answer,
         "aliases": _aliases(raw, answer, where),
         "qtype": f"{hops.group(1)}hop",
-        "supporting_facts": [{"title": p["title"], "sent_id": 0}
-                             for p in paragraphs if p["is_supporting"]],
+        "supporting_facts": [{"title": p["title"], "sent_id": 0, "paragraph": i}
+                             for i, p in enumerate(paragraphs) if p["is_supporting"]],
     }
 
 
@@ -204,7 +209,7 @@ def _strategyqa(raw: dict, where: str) -> dict:
         "answer": _yes_no(raw, where),
         "aliases": [],
         "qtype": "boolean",
-        "supporting_facts": [{"title": STRATEGYQA_TITLE, "sent_id": i} for i in range(len(facts))],
+        "supporting_facts": [{"title": STRATEGYQA_TITLE, "sent_id": i, "paragraph": 0} for i in range(len(facts))],
     }
 
 
@@ -231,6 +236,11 @@ def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = No
     if not isinstance(raw, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(raw).__name__}")
     fields = _CONVERTERS[dataset](raw, where)
+    first = {}
+    for i, p in enumerate(fields["context"]):
+        first.setdefault(p["title"], i)
+    facts = [f if "paragraph" in f else {**f, "paragraph": first.get(f["title"])} for f in fields["supporting_facts"]]
+    fields["supporting_facts"] = facts
     return {
         "qid": fields["qid"],
         "dataset": dataset,

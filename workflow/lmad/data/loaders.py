@@ -130,13 +130,15 @@ def _size(paragraph: dict) -> int:
 def trim_context(record: dict, max_chars: int) -> dict:
     """A copy of ``record`` whose context fits about ``max_chars`` characters.
 
-    Paragraphs whose title is named by a supporting fact are always kept, even past the
-    budget. Other paragraphs are then added in original order while they fit; the first
-    that does not fit ends the filling. Kept paragraphs stay in their original order. A
+    Supporting paragraphs (by their ``paragraph`` index; by title for a fact without one)
+    are always kept, even past the budget. Other paragraphs are then added in original
+    order while they fit; the first that does not fit ends the filling. Kept paragraphs
+    stay in their original order, and the facts' indices are renumbered to match. A
     paragraph's size is its title plus its sentences joined by spaces.
     """
-    supporting = {fact["title"] for fact in record["supporting_facts"]}
-    keep = [p["title"] in supporting for p in record["context"]]
+    by_index = {f["paragraph"] for f in record["supporting_facts"] if f.get("paragraph") is not None}
+    by_title = {f["title"] for f in record["supporting_facts"] if f.get("paragraph") is None}
+    keep = [i in by_index or p["title"] in by_title for i, p in enumerate(record["context"])]
     used = sum(_size(p) for p, kept in zip(record["context"], keep) if kept)
     for i, paragraph in enumerate(record["context"]):
         if keep[i]:
@@ -145,7 +147,10 @@ def trim_context(record: dict, max_chars: int) -> dict:
             break
         keep[i] = True
         used += _size(paragraph)
-    return {**record, "context": [p for p, kept in zip(record["context"], keep) if kept]}
+    new_index = {old: new for new, old in enumerate(i for i, kept in enumerate(keep) if kept)}
+    facts = [{**f, "paragraph": new_index[f["paragraph"]]} if f.get("paragraph") is not None else f
+             for f in record["supporting_facts"]]
+    return {**record, "context": [p for p, kept in zip(record["context"], keep) if kept], "supporting_facts": facts}
 
 
 def load_dataset_spec(spec: dict, base_dir: str | Path) -> list[dict]:

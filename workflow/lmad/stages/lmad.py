@@ -7,6 +7,7 @@ Iteration ℓ of method m on a dataset lives in ``results/{backbone}/{dataset}/{
   localize.parquet  (lmad_localizations)  conflict δ, witness indices, segments
   debate.parquet    (lmad_positions)      local-debate positions, R rounds
   resolve.parquet   (lmad_repairs)        proposed repair Ẑ and quotations Q̂
+  relation.parquet  (lmad_relations)      the backbone's yes/no: does Ẑ keep subject and relation?
   commit.parquet    (lmad_commits)        guard checks, admission, stop reason
   state.parquet     (lmad_state)          every question's state after ℓ (input of ℓ + 1)
 
@@ -32,6 +33,7 @@ from ..protocols.lmad.batch import call_columns, run_batch
 from ..protocols.lmad.commit_guard import METHOD_POLICY, commit_guard
 from ..protocols.lmad.local_debate import run_debate
 from ..protocols.lmad.localize import localization_request, localization_row, parse_localization
+from ..protocols.lmad.relation_check import parse_verdict, relation_request
 from ..protocols.lmad.resolve import parse_repair, resolution_request
 from ..protocols.lmad.trace import build_trace, prediction_rows
 from ..schemas import read_table, write_table
@@ -101,8 +103,10 @@ def _stats(backend) -> str:
 def generate(questions: list[str], prompt: str, samples: list[str], units: list, model: dict, cache_dir: str,
              iteration: int, temperatures: list[float], max_tokens: int, seed: int, provenance: dict,
              proposals: list[str] | None = None, state: list[str] | None = None) -> None:
-    """Each active agent samples (r_i, a_i) given (q, x, P) with the seed of its
-    proposal, so iteration 0 (P empty) is exactly the proposals: reused, zero calls."""
+    """Each active agent samples (r_i, a_i) given (q, x, P). Iteration 0 (P empty) is
+    exactly the proposals: reused, zero calls. Iteration ℓ ≥ 1 draws with a seed derived
+    from (question, agent, ℓ), so a regeneration whose P did not change (e.g. an admitted
+    empty repair) gets new samples instead of the cached ones of the previous iteration."""
     us = _Units(units, questions, samples=samples, proposals=proposals, state=state)
     if iteration == 0:
         for u, qs in enumerate(us.questions):
@@ -123,7 +127,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
             if not s["active"]:
                 continue
             for agent, t in enumerate(temperatures):
-                sd = derive_seed(seed, s["qid"], agent)
+                sd = derive_seed(seed, s["qid"], agent, f"lmad-iter{iteration}")
                 jobs.append({"qid": s["qid"], "stage": method, "round": iteration, "agent": agent,
                              "temperature": float(t), "seed": sd,
                              "request": solver_request(solver, qs[s["qid"]], t, sd, max_tokens,
@@ -139,12 +143,15 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
 
 def extract(questions: list[str], samples: list[str], prompt: str, chains: list[str], units: list, model: dict,
             cache_dir: str, iteration: int, max_tokens: int, max_nodes: int, max_node_words: int,
-            provenance: dict) -> None:
-    """Node extraction + quality check for the questions whose answers disagree."""
+            provenance: dict, iterations: int | None = None, guard_last_iteration: bool = True) -> None:
+    """Node extraction + quality check for the questions whose answers disagree (none at
+    the last iteration with ``guard_last_iteration`` off: the later stages then have
+    nothing to do either, and the commit stops each disagreement with ``budget``)."""
     us = _Units(units, questions, samples=samples, chains=chains)
     extractor = load_prompt(prompt)
     todo, owners = [], []
-    for u, qs in enumerate(us.questions):
+    skip = iterations is not None and controller.skips_auxiliary(iteration, iterations, guard_last_iteration)
+    for u, qs in enumerate([] if skip else us.questions):
         for rows in _by_qid(_table("samples", samples[u])).values():
             if controller.needs_repair([r["answer"] for r in rows]):
                 todo += rows
@@ -221,10 +228,14 @@ def debate(questions: list[str], localizations: list[str], prompt: str, position
 
 
 def resolve(questions: list[str], localizations: list[str], positions: list[str], prompt: str, repairs: list[str],
-            units: list, model: dict, cache_dir: str, iteration: int, max_tokens: int, provenance: dict,
-            state: list[str] | None = None) -> None:
-    """The resolver turns the final positions into a proposed repair (Ẑ, Q̂)."""
-    us = _Units(units, questions, localizations=localizations, positions=positions, repairs=repairs, state=state)
+            relation_prompt: str, relations: list[str], units: list, model: dict, cache_dir: str, iteration: int,
+            max_tokens: int, provenance: dict, state: list[str] | None = None) -> None:
+    """The resolver turns the final positions into a proposed repair (Ẑ, Q̂); then the
+    backbone judges, in a second batch, whether each repair with a claim keeps the
+    question's subject and relation (the guard's ``relation_model`` check, recorded
+    whatever the policy)."""
+    us = _Units(units, questions, localizations=localizations, positions=positions, repairs=repairs,
+                relations=relations, state=state)
     resolver = load_prompt(prompt)
     locs, owners, requests = [], [], []
     for u, qs in enumerate(us.questions):
@@ -240,36 +251,56 @@ def resolve(questions: list[str], localizations: list[str], positions: list[str]
                                                final[r["qid"]], max_tokens))
     backend = open_backend(model, cache_dir) if requests else None
     completions = run_batch(backend, requests) if backend else []
-    out = []
-    for r, c in zip(locs, completions):
+    out, asked, asked_owners, checks = [], [], [], []
+    checker = load_prompt(relation_prompt)
+    for u, r, c in zip(owners, locs, completions):
         rep = parse_repair(c.text)
         out.append({"qid": r["qid"], "iteration": iteration, "nodes": rep.nodes, "quotes": rep.quotes,
                     "raw_output": c.text, "parse_error": rep.parse_error, **call_columns(c)})
+        if rep.nodes and c.finish_reason != "length":  # a claim to judge, not a cut-off reply
+            asked.append(r["qid"])
+            asked_owners.append(u)
+            checks.append(relation_request(checker, us.questions[u][r["qid"]], rep.nodes))
+    verdicts = run_batch(backend, checks) if checks else []
+    judged = []
+    for qid, c in zip(asked, verdicts):
+        verdict, error = parse_verdict(c.text)
+        judged.append({"qid": qid, "iteration": iteration, "verdict": verdict, "raw_output": c.text,
+                       "parse_error": error, **call_columns(c)})
     for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
         write_table("lmad_repairs", unit_rows, repairs[u], provenance)
-    log.info("iteration %d: %d repairs proposed over %d units; %s", iteration, len(out), len(us), _stats(backend))
+    for u, unit_rows in enumerate(split_rows(len(us), asked_owners, judged)):
+        write_table("lmad_relations", unit_rows, relations[u], provenance)
+    truncated = sum(c.finish_reason == "length" for c in completions)
+    log.info("iteration %d: %d repairs proposed over %d units (%d truncated), %d relation checks; %s", iteration,
+             len(out), len(us), truncated, len(judged), _stats(backend))
 
 
-def commit(questions: list[str], samples: list[str], repairs: list[str], commits: list[str], next_state: list[str],
-           units: list, iteration: int, iterations: int, min_quote_words: int, provenance: dict,
+def commit(questions: list[str], samples: list[str], repairs: list[str], relations: list[str], commits: list[str],
+           next_state: list[str], units: list, iteration: int, iterations: int, min_quote_words: int,
+           relation: str, provenance: dict, guard_last_iteration: bool = True,
            state: list[str] | None = None) -> None:
     """Commit guard and state transition for every active question of every unit;
-    stopped ones pass through."""
-    us = _Units(units, questions, samples=samples, repairs=repairs, commits=commits, next_state=next_state,
-                state=state)
+    stopped ones pass through. ``relation``: which subject/relation check the strict
+    policy requires (``model`` or ``lexical``; both are recorded)."""
+    us = _Units(units, questions, samples=samples, repairs=repairs, relations=relations, commits=commits,
+                next_state=next_state, state=state)
+    skipped = controller.skips_auxiliary(iteration, iterations, guard_last_iteration)
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
+        verdicts = {r["qid"]: r["verdict"] for r in _table("lmad_relations", relations[u])}
         decisions, states = _commit_unit(qs, METHOD_POLICY[method], _table("samples", samples[u]),
-                                         _table("lmad_repairs", repairs[u]), _at(state, u), iteration, iterations,
-                                         min_quote_words)
+                                         _table("lmad_repairs", repairs[u]), verdicts, _at(state, u), iteration,
+                                         iterations, min_quote_words, relation, skipped)
         write_table("lmad_commits", decisions, commits[u], provenance)
         write_table("lmad_state", states, next_state[u], provenance)
         outcomes = Counter(d["stop_reason"] or "continues" for d in decisions)
         log.info("iteration %d, %s on %s: %s", iteration, method, us.names[u][0], dict(sorted(outcomes.items())))
 
 
-def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict], state: str | None, iteration: int,
-                 iterations: int, min_quote_words: int) -> tuple[list[dict], list[dict]]:
+def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict], verdicts: dict[str, str],
+                 state: str | None, iteration: int, iterations: int, min_quote_words: int, relation: str,
+                 skipped: bool) -> tuple[list[dict], list[dict]]:
     answers = {qid: [r["answer"] for r in rows] for qid, rows in _by_qid(samples).items()}
     proposed = {r["qid"]: r for r in repairs}
     decisions, states = [], []
@@ -279,31 +310,36 @@ def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict]
             continue
         qid, agent_answers = s["qid"], answers[s["qid"]]
         agreed = not controller.needs_repair(agent_answers)
-        rep = None if agreed else proposed.get(qid)
+        rep = None if agreed or skipped else proposed.get(qid)
         # the guard re-parses the resolver's raw output: the same parse, plus its shape verdict
-        guard = commit_guard(policy, qs[qid], parse_repair(rep["raw_output"]), min_quote_words) if rep else None
+        guard = commit_guard(policy, qs[qid], parse_repair(rep["raw_output"]), min_quote_words, relation,
+                             verdicts.get(qid)) if rep else None
+        truncated = bool(rep) and rep["finish_reason"] == "length"
         new, reason = controller.transition(s, agent_answers, guard, rep["nodes"] if rep else [], iteration,
-                                            iterations)
+                                            iterations, truncated=truncated, skipped=skipped and not agreed)
         states.append(new)
+        # a truncated reply is recorded with its checks but decides nothing: admitted stays null
         decisions.append({"qid": qid, "iteration": iteration, "policy": policy, "answers": agent_answers,
                           "agreed": agreed, "repair_nodes": rep["nodes"] if rep else [],
                           "quotes": rep["quotes"] if rep else [], "checks": guard.records() if guard else [],
-                          "admitted": guard.admitted if guard else None, "committed": new["committed"],
-                          "stop_reason": reason, "prediction": new["prediction"]})
+                          "admitted": guard.admitted if guard and not truncated else None,
+                          "committed": new["committed"], "stop_reason": reason, "prediction": new["prediction"]})
     return decisions, states
 
 
 def predict(questions: str, final_state: str, samples: list[str], chains: list[str], localizations: list[str],
-            positions: list[str], repairs: list[str], commits: list[str], predictions: str, trace: str, method: str,
-            provenance: dict) -> None:
+            positions: list[str], repairs: list[str], relations: list[str], commits: list[str], predictions: str,
+            trace: str, method: str, provenance: dict) -> None:
     """Final answers, costed over every call the method made for a question (the shared
     proposals included), and the trace: one row per question per iteration it was active."""
     qs = _questions(questions)
     per_iteration = [
         {"samples": _table("samples", g), "chains": _table("lmad_chains", e),
          "localizations": _table("lmad_localizations", lo), "positions": _table("lmad_positions", d),
-         "repairs": _table("lmad_repairs", r), "commits": _table("lmad_commits", c)}
-        for g, e, lo, d, r, c in zip(samples, chains, localizations, positions, repairs, commits, strict=True)
+         "repairs": _table("lmad_repairs", r), "relations": _table("lmad_relations", rel),
+         "commits": _table("lmad_commits", c)}
+        for g, e, lo, d, r, rel, c in zip(samples, chains, localizations, positions, repairs, relations, commits,
+                                          strict=True)
     ]
     rows = build_trace(qs, method, per_iteration)
     write_table("lmad_trace", rows, trace, provenance)

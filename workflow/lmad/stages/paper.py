@@ -17,6 +17,8 @@ from ..paper import label
 from ..paper.tables import (AVG, fmt, latex, markdown, table1_block, table1_frame_rows, table1_latex,
                             table1_markdown, table2_block)
 from ..headline import Headline, headline, score_expr
+from ..answers import normalize_answer
+from ..protocols.lmad.commit_guard import CHECKS as CHECK_ORDER
 from ..schemas import read_table
 from ..stats import macro_average, paired_bootstrap_diff
 
@@ -46,10 +48,12 @@ def _write(path: str, text: str) -> None:
     tmp.replace(path)
 
 
-def _write_csv(path: str, rows: list[dict]) -> None:
+def _write_csv(path: str, rows: list[dict], columns: list[str] | None = None) -> None:
+    """``columns`` keeps the header of an empty table."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-    pl.DataFrame(rows).write_csv(tmp)
+    frame = pl.DataFrame(rows) if rows or not columns else pl.DataFrame({c: [] for c in columns})
+    frame.write_csv(tmp)
     tmp.replace(path)
 
 
@@ -130,8 +134,51 @@ def gate_activated(trace: pl.DataFrame) -> pl.DataFrame:
             .select("backbone", "dataset", "qid").unique())
 
 
-def table2(judgments: list[str], validation: str, traces: list[str], csv: str, md: str, tex: str,
-           backbones: list[str], datasets: list[str], metric: str, provenance: dict, code: str = "") -> None:
+def _contains_gold(nodes: list[str], golds: list[str]) -> bool:
+    """Whether a repair states a gold answer (or alias) as a whole word sequence, after the
+    official normalization. yes/no golds are never counted: the words say nothing there."""
+    said = normalize_answer(" ".join(nodes or [])).split()
+    for g in golds:
+        words = normalize_answer(g or "").split()
+        if words and words not in (["yes"], ["no"]) and any(said[i:i + len(words)] == words
+                                                             for i in range(len(said) - len(words) + 1)):
+            return True
+    return False
+
+
+REJECTION_COLUMNS = ["backbone", "check", "required", "repairs", "rejected", "rejected_with_gold", "truncated"]
+
+
+def guard_rejections(traces: list[str], questions: list[str]) -> list[dict]:
+    """Per backbone and check of the strict policy's trace: repairs judged, repairs the check
+    rejected, and rejected repairs that contain the gold answer (a false-rejection estimate).
+    Every check is recorded under every policy, so the lexical and the model relation check
+    are counted side by side whatever ``lmad.guard.relation`` gated on."""
+    golds = _golds(questions)
+    trace = load("lmad_trace", traces, 4).filter(pl.col("method") == "lmad")
+    counts: dict[tuple[str, str], dict] = {}
+    for r in trace.to_dicts():
+        if not r["checks"]:
+            continue
+        gold = _contains_gold(r["repair_nodes"], golds.get((r["dataset"], r["qid"]), []))
+        for c in r["checks"]:
+            k = counts.setdefault((r["backbone"], c["check"]), {"backbone": r["backbone"], "check": c["check"],
+                                                               "required": False, "repairs": 0, "rejected": 0,
+                                                               "rejected_with_gold": 0, "truncated": 0})
+            k["repairs"] += 1
+            k["required"] |= bool(c["required"])
+            if r["stop_reason"] == "resolver_truncated":
+                k["truncated"] += 1
+            elif not c["passed"]:
+                k["rejected"] += 1
+                k["rejected_with_gold"] += gold
+    return sorted(counts.values(), key=lambda k: (k["backbone"], CHECK_ORDER.index(k["check"])
+                                                  if k["check"] in CHECK_ORDER else 99))
+
+
+def table2(judgments: list[str], validation: str, traces: list[str], questions: list[str], csv: str, md: str,
+           tex: str, checks_csv: str, backbones: list[str], datasets: list[str], metric: str, provenance: dict,
+           code: str = "") -> None:
     head = read_headline(validation, metric)
     judged = with_score(load_judgments(judgments), head.metric)
     trace = load("lmad_trace", traces, 4)
@@ -153,18 +200,67 @@ def table2(judgments: list[str], validation: str, traces: list[str], csv: str, m
              "\n**Table 2 is empty: this run has no LMAD (Strict) trace.**\n"
              if trace.is_empty() or not (trace["method"] == "lmad").any() else
              "\n**Table 2 is empty: Strict (lmad) rejected no candidate repair in this run.**\n")
+    rejections = guard_rejections(traces, questions) if not trace.is_empty() else []
+    _write_csv(checks_csv, rejections, REJECTION_COLUMNS)
+    check_rows = [[k["backbone"], k["check"] + (" (required)" if k["required"] else ""), str(k["repairs"]),
+                   str(k["rejected"]), str(k["rejected_with_gold"]), str(k["truncated"])] for k in rejections]
     _write(md, f"# Table 2 — {head.label} (%) on the gate-activated subset\n\n" + head.banner()
            + markdown(header, rows) + empty + f"\n{head.label[0].upper() + head.label[1:]} (%) on questions where "
-           "Strict (lmad) rejected at least one candidate repair; Macro Avg. over datasets with a non-empty subset.\n")
+           "Strict (lmad) rejected at least one candidate repair (a truncated resolver reply is no rejection); "
+           "Macro Avg. over datasets with a non-empty subset.\n\n"
+           + markdown(["Backbone", "Check", "Repairs", "Rejected", "Rejected, gold in repair", "Truncated"],
+                      check_rows)
+           + "\nStrict's repairs (every iteration, every dataset): how many each check rejected, and how many of "
+           "those contained the gold answer (a false-rejection estimate; yes/no golds are not counted). Both "
+           "relation checks are recorded whatever the policy required.\n")
     _write(tex, latex(header, rows))
 
 
 # ---- cost ----
 
+ROLES = ["solver", "extractor", "localizer", "debater", "resolver", "relation"]
+
+
+def lmad_call_summary(traces: list[str]) -> dict[tuple[str, str], dict]:
+    """Per (backbone, LMAD method): auxiliary calls and generated tokens per question spent at
+    the last iteration (after which no regeneration can follow; mean per dataset, macro-averaged),
+    and the truncation rate (finish reason ``length``) of each role's calls."""
+    if not traces:
+        return {}
+    trace = load("lmad_trace", traces, 4)
+    out: dict[tuple[str, str], dict] = {}
+    for (b, m), sub in trace.group_by("backbone", "method"):
+        tail: dict[str, dict[str, list[float]]] = {}
+        per_q: dict[tuple[str, str], list[int]] = {}
+        roles = {r: [0, 0] for r in ROLES}
+        for r in sub.to_dicts():
+            q = per_q.setdefault((r["dataset"], r["qid"]), [0, 0])
+            for c in r["call_log"]:
+                roles[c["role"]][0] += 1
+                roles[c["role"]][1] += c["finish_reason"] == "length"
+                if r["final_iteration"] and c["role"] != "solver":
+                    q[0] += 1
+                    q[1] += c["completion_tokens"]
+        for (d, _), (calls, tokens) in per_q.items():
+            t = tail.setdefault(d, {"calls": [], "tokens": []})
+            t["calls"].append(calls)
+            t["tokens"].append(tokens)
+        out[(b, m)] = {
+            "last_iteration_aux_calls_per_q": macro_average({d: float(np.mean(v["calls"])) for d, v in tail.items()}),
+            "last_iteration_aux_completion_tokens_per_q": macro_average(
+                {d: float(np.mean(v["tokens"])) for d, v in tail.items()}),
+            **{f"truncated_{role}": (100 * n_len / n if n else None) for role, (n, n_len) in roles.items()},
+        }
+    return out
+
+
 def cost_table(predictions: list[str], csv: str, md: str, backbones: list[str], datasets: list[str],
-               methods: list[str], provenance: dict, code: str = "") -> None:
-    """Calls, prompt and generated tokens per question: mean per dataset, then macro-average."""
+               methods: list[str], provenance: dict, code: str = "", traces: list[str] = ()) -> None:
+    """Calls, prompt and generated tokens per question: mean per dataset, then macro-average.
+    LMAD methods also show the auxiliary calls of the last iteration (spent after the last
+    regeneration: they cannot change an answer) and the truncation rate per role."""
     preds = load("predictions", predictions, 4)
+    lmad = lmad_call_summary(list(traces))
     per = preds.group_by("backbone", "dataset", "method").agg(
         pl.col("calls").cast(pl.Float64).mean(), pl.col("prompt_tokens").cast(pl.Float64).mean(),
         pl.col("completion_tokens").cast(pl.Float64).mean())
@@ -176,13 +272,26 @@ def cost_table(predictions: list[str], csv: str, md: str, backbones: list[str], 
                 continue
             vals = {k: macro_average(dict(zip(sub["dataset"], sub[k]))) for k in
                     ("calls", "prompt_tokens", "completion_tokens")}
-            flat.append({"backbone": b, "method": m, **{f"{k}_per_q": v for k, v in vals.items()}})
+            extra = lmad.get((b, m), {})
+            flat.append({"backbone": b, "method": m, **{f"{k}_per_q": v for k, v in vals.items()},
+                         **{k: extra.get(k) for k in LMAD_COST_COLUMNS}})
+            tail = extra.get("last_iteration_aux_calls_per_q")
+            trunc = ", ".join(f"{r} {fmt(extra[f'truncated_{r}'])}" for r in ROLES
+                              if extra.get(f"truncated_{r}") is not None)
             rows.append([b, label(m), f"{vals['calls']:.2f}", f"{vals['prompt_tokens']:.1f}",
-                         f"{vals['completion_tokens']:.1f}"])
+                         f"{vals['completion_tokens']:.1f}", "–" if tail is None else f"{tail:.2f}",
+                         trunc or "–"])
     _write_csv(csv, flat)
-    _write(md, markdown(["Backbone", "Method", "Calls / q", "Prompt tokens / q", "Generated tokens / q"], rows)
+    _write(md, markdown(["Backbone", "Method", "Calls / q", "Prompt tokens / q", "Generated tokens / q",
+                         "of which last-iteration aux. calls / q", "Truncated (%) by role"], rows)
            + "\nMean per question within each dataset, macro-averaged over datasets; every call a method "
-           "made is counted (the shared proposals included).\n")
+           "made is counted (the shared proposals included). LMAD: auxiliary calls (extraction to relation "
+           "check) at the last iteration, after which no regeneration follows, shown apart; truncated = share "
+           "of a role's calls that hit their token budget.\n")
+
+
+LMAD_COST_COLUMNS = ["last_iteration_aux_calls_per_q", "last_iteration_aux_completion_tokens_per_q",
+                     *[f"truncated_{r}" for r in ROLES]]
 
 
 # ---- headroom ----
@@ -195,17 +304,27 @@ def _golds(questions: list[str]) -> dict[tuple[str, str], list[str]]:
     return out
 
 
+def _round0_answers(path: str) -> dict[str, list[str]]:
+    props = read_table("samples", path).sort("qid", "agent")
+    return {k[0]: g["answer"].to_list() for k, g in props.group_by("qid", maintain_order=True)}
+
+
 def headroom_frame(questions: list[str], proposals: list[str], judgments: list[str],
-                   methods: list[str]) -> pl.DataFrame:
-    """One row per backbone × dataset × method (+ dataset 'Avg.' macro rows); identity asserted."""
+                   methods: list[str], rounds0: list[str] = ()) -> pl.DataFrame:
+    """One row per backbone × dataset × method (+ dataset 'Avg.' macro rows); identity asserted.
+    Each method is measured against its OWN round 0: a debate method's ``round0.parquet``
+    (``rounds0``, results/{backbone}/{dataset}/{method}/round0.parquet — dMAD's affirmative /
+    negative openings, DMAD's manners, a 4-agent TrueMAD's own samples), the shared proposals
+    for the others (SC's samples, LMAD's iteration 0)."""
     golds = _golds(questions)
     judged = load_judgments(judgments)
+    own = {(_backbone(p, 4), Path(p).parts[-3], Path(p).parts[-2]): p for p in rounds0}
     rows = []
     for path in proposals:
         b, d = _backbone(path, 4), Path(path).parts[-3]
-        props = read_table("samples", path).sort("qid", "agent")
-        answers = {k[0]: g["answer"].to_list() for k, g in props.group_by("qid", maintain_order=True)}
+        shared = _round0_answers(path)
         for m in methods:
+            answers = _round0_answers(own[(b, d, m)]) if (b, d, m) in own else shared
             sub = judged.filter((pl.col("backbone") == b) & (pl.col("dataset") == d) & (pl.col("method") == m))
             if sub.is_empty():
                 continue
@@ -229,10 +348,10 @@ def headroom_frame(questions: list[str], proposals: list[str], judgments: list[s
 
 def headroom_table(questions: list[str], proposals: list[str], judgments: list[str], validation: str, csv: str,
                    md: str, backbones: list[str], methods: list[str], metric: str, provenance: dict,
-                   code: str = "") -> None:
+                   code: str = "", rounds0: list[str] = ()) -> None:
     head = read_headline(validation, metric)
     methods = [m for m in methods if m != "cot"]
-    frame = headroom_frame(questions, proposals, judgments, methods)
+    frame = headroom_frame(questions, proposals, judgments, methods, list(rounds0))
     _write_csv(csv, frame.to_dicts())
     if frame.is_empty():
         _write(md, "No method besides CoT: no headroom to account.\n")
@@ -246,7 +365,8 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
               "Damage", "Final (EM)", "Gain", "Judge acc."]
     _write(md, "# Headroom accounting (official EM)\n\n" + head.banner() + markdown(header, rows)
            + "\n% of questions, macro-averaged over datasets. Correctness = normalized "
-           "EM against answer + aliases for proposals, vote and final; gain = final − vote = recovered + "
+           "EM against answer + aliases for each method's own round-0 answers (debate methods: their round 0; "
+           "others: the shared proposals), their vote and the final answer; gain = final − vote = recovered + "
            "new-correct − damage (asserted). Judge accuracy of the final answer beside it (unscored = incorrect; "
            f"the judge {'passed' if head.judge_passed else 'FAILED'} validation).\n")
 

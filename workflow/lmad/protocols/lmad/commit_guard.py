@@ -6,7 +6,9 @@ Every check runs under every policy and is recorded (``check``, ``passed``,
 =========  ====================  =============================================
 policy     method                admits when
 =========  ====================  =============================================
-strict     ``lmad``              concrete ∧ subject ∧ relation ∧ evidence
+strict     ``lmad``              concrete ∧ relation_model ∧ evidence
+                                 (``lmad.guard.relation: lexical``: concrete ∧
+                                 subject ∧ relation ∧ evidence)
 concrete   ``lmad-concrete``     concrete
 always     ``lmad-always``       always — every proposal, even an empty one
 =========  ====================  =============================================
@@ -16,23 +18,36 @@ The checks:
 ``concrete``
     The resolver output is a JSON object with a ``nodes`` list holding at least one
     non-blank string: an explicit claim.
-``subject``
+``subject`` (lexical)
     The question's subject is preserved: the repair (all nodes together) mentions at
-    least one SUBJECT TOKEN of the question. Subject tokens are the question's words
-    that begin with a capital letter or a digit and are not stopwords ("Who", "The",
-    "In" are stopwords): the named entities the question is about ("Arthur", "Gore",
-    "2nd", "Earl", "Arran"; "Buck-Tick"). Compared casefolded, possessive 's removed.
-``relation``
+    least one SUBJECT SPAN of the question, whole. Subject spans are the question's runs
+    of words that begin with a capital letter or a digit (joined by "of", "de", "von",
+    …, never across punctuation), without stopwords and without a question-initial
+    auxiliary or modal ("Were", "Might", "Is", "Can"): the named entities the question
+    is about ("arthur gore", "2nd earl of arran"; "scott derrickson", "ed wood").
+    Compared casefolded as word sequences, possessive 's removed.
+``relation`` (lexical)
     The question's relation is preserved: the repair mentions at least one RELATION
     WORD of the question, i.e. one of its remaining lowercase content words
     ("paternal", "grandfather"; "band", "hail"), compared after light suffix stripping
-    (-s, -es, -ed, -ing), so "hails" matches "hail".
+    (-s, -es, -ed, -ing), so "hails" matches "hail" — or, for a question about two or
+    more subject spans (a comparison), the repair states something about every one of
+    them: "Scott Derrickson is American and Ed Wood is American." answers "Were Scott
+    Derrickson and Ed Wood of the same nationality?" without the word "nationality".
 
     Both are deterministic anchoring tests, not entailment: they reject a repair that
     drifts to other entities or another relation, not one that misstates the relation
     in the question's own words ("maternal grandfather" passes on "grandfather"). A
-    question with no subject tokens (or no relation words) passes that check with a
+    question with no subject spans (or no relation words) passes that check with a
     detail starting "n/a". The detail lists the matched and the expected words.
+``relation_model``
+    The backbone itself, at temperature 0 and constrained to "yes" / "no", judges
+    whether the repair keeps the question's subject and relation
+    (``relation_check.py``, prompt ``config/prompts/relation_check.txt``; asked in the
+    resolve stage for every repair with a claim, one batch). Config
+    ``lmad.guard.relation`` chooses which of the two the strict policy requires:
+    ``model`` (the paper's reading: ``relation_model``) or ``lexical`` (``subject`` and
+    ``relation``). Both are computed and recorded for every repair whatever the choice.
 ``evidence``
     At least one quotation, and every quotation has at least ``min_quote_words`` words
     and appears verbatim inside ONE passage of the context after normalization. A
@@ -56,8 +71,12 @@ from .resolve import Repair
 
 POLICIES = ("strict", "concrete", "always")
 METHOD_POLICY = {"lmad": "strict", "lmad-concrete": "concrete", "lmad-always": "always"}
-REQUIRED = {"strict": ("concrete", "subject", "relation", "evidence"), "concrete": ("concrete",), "always": ()}
-CHECKS = ("concrete", "subject", "relation", "evidence")
+RELATION_MODES = ("model", "lexical")
+REQUIRED = {"strict": {"model": ("concrete", "relation_model", "evidence"),
+                       "lexical": ("concrete", "subject", "relation", "evidence")},
+            "concrete": {"model": ("concrete",), "lexical": ("concrete",)},
+            "always": {"model": (), "lexical": ()}}
+CHECKS = ("concrete", "subject", "relation", "relation_model", "evidence")
 
 # --------------------------------------------------------------------------- verbatim
 
@@ -130,17 +149,62 @@ def _stem(word: str) -> str:
     return key
 
 
+# a question-initial auxiliary or modal is capitalised only because it opens the sentence
+AUXILIARIES = frozenset("""
+am are is was were be been do does did has have had can could may might must shall should will would ought
+need dare
+""".split())
+# lowercase words that may join the capitalised words of one name ("Earl of Arran", "Ludwig van Beethoven")
+NAME_JOINERS = frozenset("of de del della der di du da la le van von y".split())
+
+
+def _spans_of(text: str) -> list[list[str]]:
+    """Runs of capitalised / digit-initial words (keys) not separated by punctuation."""
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTE_MAP)
+    spans, current, pending, last_end, first = [], [], [], 0, True
+    for m in _WORD.finditer(text):
+        w, key = m.group(), _key(m.group())
+        joined = not text[last_end:m.start()].strip()  # nothing but spaces since the previous word
+        last_end = m.end()
+        opener = first and key in AUXILIARIES
+        first = False
+        if not joined:
+            current, pending = _close(spans, current), []
+        if (w[0].isupper() or w[0].isdigit()) and key not in STOPWORDS and not opener:
+            current += pending + [key]
+            pending = []
+        elif current and key in NAME_JOINERS:
+            pending.append(key)
+        else:
+            current, pending = _close(spans, current), []
+    _close(spans, current)
+    return spans
+
+
+def _close(spans: list[list[str]], current: list[str]) -> list[str]:
+    if current and current not in spans:
+        spans.append(current)
+    return []
+
+
 def question_terms(question: str) -> tuple[list[str], list[str]]:
-    """(subject tokens, relation words) of a question, in order, without repeats."""
-    subject, relation = [], []
+    """(subject spans, relation words) of a question, in order, without repeats."""
+    spans = _spans_of(question)
+    in_span = {k for span in spans for k in span}
+    relation = []
     for w in _words(question):
         key = _key(w)
-        if key in STOPWORDS or not key:
+        if (not key or key in STOPWORDS or key in AUXILIARIES or key in in_span or key in relation
+                or w[0].isupper() or w[0].isdigit()):
             continue
-        target = subject if (w[0].isupper() or w[0].isdigit()) else relation
-        if key not in subject and key not in relation:
-            target.append(key)
-    return subject, relation
+        relation.append(key)
+    return [" ".join(s) for s in spans], relation
+
+
+def _mentions(span: str, said: list[str]) -> bool:
+    """Whether the word sequence ``span`` occurs, whole, in ``said`` (casefolded keys)."""
+    words = span.split()
+    return any(said[i:i + len(words)] == words for i in range(len(said) - len(words) + 1))
 
 
 # ----------------------------------------------------------------------------- checks
@@ -165,19 +229,33 @@ def check_concrete(repair: Repair) -> tuple[bool, str]:
 def check_subject(question: str, nodes: list[str]) -> tuple[bool, str]:
     subject, _ = question_terms(question)
     if not subject:
-        return True, "n/a: the question has no subject tokens"
-    said = {_key(w) for n in nodes for w in _words(n)}
-    hit = [t for t in subject if t in said]
-    return bool(hit), f"matched {hit} of subject tokens {subject}"
+        return True, "n/a: the question has no subject spans"
+    said = [_key(w) for n in nodes for w in _words(n)]
+    hit = [t for t in subject if _mentions(t, said)]
+    return bool(hit), f"matched {hit} of subject spans {subject}"
 
 
 def check_relation(question: str, nodes: list[str]) -> tuple[bool, str]:
-    _, relation = question_terms(question)
+    subject, relation = question_terms(question)
     if not relation:
         return True, "n/a: the question has no relation words"
-    said = {_stem(w) for n in nodes for w in _words(n)}
+    keys = [_key(w) for n in nodes for w in _words(n)]
+    said = {_stem(k) for k in keys}
     hit = [t for t in relation if _stem(t) in said]
-    return bool(hit), f"matched {hit} of relation words {relation}"
+    if hit:
+        return True, f"matched {hit} of relation words {relation}"
+    if len(subject) >= 2 and all(_mentions(t, keys) for t in subject):
+        return True, f"comparison: every subject span {subject} is addressed (relation words {relation})"
+    return False, f"matched [] of relation words {relation}"
+
+
+def check_relation_model(verdict: str | None) -> tuple[bool, str]:
+    """The backbone's own yes/no on subject and relation (``relation_check.py``)."""
+    if verdict is None:
+        return False, "not asked"
+    if verdict in ("yes", "no"):
+        return verdict == "yes", f"model: {verdict}"
+    return False, f"model reply not yes/no: {verdict!r}"
 
 
 def check_evidence(quotes: list[str], context: list[dict], min_words: int) -> tuple[bool, str]:
@@ -198,16 +276,21 @@ class GuardResult:
         return [asdict(c) for c in self.checks]
 
 
-def commit_guard(policy: str, question: dict, repair: Repair, min_quote_words: int) -> GuardResult:
-    """Run every check; admit by ``policy`` (see the module docstring)."""
+def commit_guard(policy: str, question: dict, repair: Repair, min_quote_words: int, relation: str = "lexical",
+                 model_verdict: str | None = None) -> GuardResult:
+    """Run every check; admit by ``policy`` and ``relation`` (see the module docstring).
+    ``model_verdict`` is the backbone's parsed yes/no (None: not asked)."""
     if policy not in REQUIRED:
         raise ValueError(f"unknown commit policy {policy!r}; expected one of {POLICIES}")
+    if relation not in RELATION_MODES:
+        raise ValueError(f"unknown relation check {relation!r}; expected one of {RELATION_MODES}")
     outcomes = {
         "concrete": check_concrete(repair),
         "subject": check_subject(question["question"], repair.nodes),
         "relation": check_relation(question["question"], repair.nodes),
+        "relation_model": check_relation_model(model_verdict),
         "evidence": check_evidence(repair.quotes, question["context"], min_quote_words),
     }
-    required = REQUIRED[policy]
+    required = REQUIRED[policy][relation]
     checks = [Check(name, ok, name in required, detail) for name, (ok, detail) in outcomes.items()]
     return GuardResult(policy, all(c.passed for c in checks if c.required), checks)

@@ -7,6 +7,10 @@ iteration's generation the controller decides, in this order:
                     that answer. Checked before node extraction: the answers come from
                     the solver samples, never from the extractor, so extracting the
                     chains of an agreeing iteration would cost K calls and decide nothing.
+``resolver_truncated``  the resolver's reply hit its token budget (finish reason
+                    ``length``): there is no repair to judge, so the guard decides nothing
+                    → stop with the majority vote. Kept apart from ``guard_rejected`` (a
+                    cut-off reply is not a rejected repair; Table 2's subset excludes it).
 ``guard_rejected``  the commit guard rejects the proposed repair → stop with the
                     normalized majority vote over the current answers (tie: lowest agent).
 admitted            P ← P ‖ Ẑ and the question enters iteration ℓ + 1 — unless ℓ is the
@@ -14,8 +18,11 @@ admitted            P ← P ‖ Ẑ and the question enters iteration ℓ + 1 �
 ``budget``          the iteration budget is exhausted → stop with the majority vote over
                     the current answers.
 
-The last iteration still localizes, debates and guards a disagreement, as in the paper:
-its guard decision is recorded (e.g. the strict-rejection subset of the commit ablation).
+By default the last iteration still localizes, debates and guards a disagreement, as in
+the paper: its guard decision is recorded (the strict-rejection subset of the commit
+ablation, Table 2), although at ℓ = L − 1 every outcome ends in the same majority vote.
+With ``lmad.guard_last_iteration: false`` the last iteration stops after generation: a
+disagreement there ends with ``budget`` and no auxiliary call.
 Questions that stopped earlier pass through every later iteration untouched.
 """
 from __future__ import annotations
@@ -24,7 +31,13 @@ from ...answers import all_agree, majority_vote, normalize_answer
 from .commit_guard import GuardResult
 
 AGREEMENT, GUARD_REJECTED, BUDGET = "agreement", "guard_rejected", "budget"
-STOP_REASONS = (AGREEMENT, GUARD_REJECTED, BUDGET)
+RESOLVER_TRUNCATED = "resolver_truncated"
+STOP_REASONS = (AGREEMENT, RESOLVER_TRUNCATED, GUARD_REJECTED, BUDGET)
+
+
+def skips_auxiliary(iteration: int, iterations: int, guard_last_iteration: bool) -> bool:
+    """Whether iteration ``iteration`` stops after generation (no extraction onwards)."""
+    return not guard_last_iteration and iteration >= iterations - 1
 
 
 def needs_repair(answers: list[str]) -> bool:
@@ -44,13 +57,19 @@ def _stop(state: dict, reason: str, iteration: int, answer: str, committed: list
 
 
 def transition(state: dict, answers: list[str], guard: GuardResult | None, repair_nodes: list[str],
-               iteration: int, iterations: int) -> tuple[dict, str | None]:
+               iteration: int, iterations: int, truncated: bool = False,
+               skipped: bool = False) -> tuple[dict, str | None]:
     """The state after iteration ``iteration`` of an active question, and its stop reason
     (None when it continues). ``answers`` are in agent order; ``guard`` is None exactly
-    when the answers agree (no repair reached the gate)."""
+    when the answers agree (no repair reached the gate) or the iteration ``skipped`` its
+    auxiliary stages; ``truncated``: the resolver's reply was cut off."""
     vote, _ = majority_vote(answers)
     if not needs_repair(answers):
         return _stop(state, AGREEMENT, iteration, vote, state["committed"]), AGREEMENT
+    if skipped:
+        return _stop(state, BUDGET, iteration, vote, state["committed"]), BUDGET
+    if truncated:
+        return _stop(state, RESOLVER_TRUNCATED, iteration, vote, state["committed"]), RESOLVER_TRUNCATED
     if guard is None:
         raise ValueError(f"question {state['qid']}: answers disagree at iteration {iteration} but no repair "
                          "reached the commit guard")

@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from ...backends import ChatRequest
 from ...prompts import Prompt, format_committed, format_context
 
-MAX_NODES, MAX_QUOTES, MAX_CHARS = 3, 4, 400
+MAX_NODES, MAX_QUOTES, MAX_CHARS = 2, 3, 400
+# A maximal reply must fit the budget, or the constraint cannot finish and the reply is cut
+# (finish reason "length", stop ``resolver_truncated``): at a conservative 3 characters per
+# token, minus the JSON frame, shared by every item the schema allows.
+CHARS_PER_TOKEN, FRAME_CHARS, ITEM_FRAME_CHARS, MIN_ITEM_CHARS = 3, 30, 4, 24
 
 
 @dataclass
@@ -28,9 +32,18 @@ class Repair:
     shape_ok: bool = False
 
 
-def resolution_schema() -> dict:
+def item_chars(max_tokens: int) -> int:
+    """Longest node or quotation such that a reply with every item at its longest fits the budget."""
+    items = MAX_NODES + MAX_QUOTES
+    per_item = (CHARS_PER_TOKEN * max_tokens - FRAME_CHARS - ITEM_FRAME_CHARS * items) // items
+    return max(MIN_ITEM_CHARS, min(MAX_CHARS, per_item))
+
+
+def resolution_schema(max_tokens: int) -> dict:
+    chars = item_chars(max_tokens)
+
     def strings(lo: int, hi: int) -> dict:
-        return {"type": "array", "minItems": lo, "maxItems": hi, "items": {"type": "string", "maxLength": MAX_CHARS}}
+        return {"type": "array", "minItems": lo, "maxItems": hi, "items": {"type": "string", "maxLength": chars}}
 
     return {"type": "object", "properties": {"nodes": strings(1, MAX_NODES), "quotes": strings(1, MAX_QUOTES)},
             "required": ["nodes", "quotes"], "additionalProperties": False}
@@ -46,7 +59,7 @@ def resolution_request(prompt: Prompt, question: dict, committed: list[str], con
                              question=question["question"], conflict=conflict,
                              positions=format_positions(positions))
     return ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens, seed=0,
-                       constraint={"json": resolution_schema()})
+                       constraint={"json": resolution_schema(max_tokens)})
 
 
 def _strings(value, name: str, problems: list[str]) -> list[str]:

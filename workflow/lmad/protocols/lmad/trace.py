@@ -14,28 +14,34 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-CALL_TABLES = ("samples", "chains", "localizations", "positions", "repairs")
+# stage table → the role of its calls
+CALL_TABLES = {"samples": "solver", "chains": "extractor", "localizations": "localizer", "positions": "debater",
+               "repairs": "resolver", "relations": "relation"}
 COST = ("calls", "prompt_tokens", "completion_tokens")
 
 
-def iteration_cost(tables: dict[str, list[dict]]) -> dict[str, dict[str, int]]:
+def iteration_cost(tables: dict[str, list[dict]]) -> tuple[dict[str, dict[str, int]], dict[str, list[dict]]]:
+    """Per question: summed cost, and the call log (role, agent, finish reason, tokens)."""
     cost: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COST, 0))
-    for name in CALL_TABLES:
-        for r in tables[name]:
+    log: dict[str, list[dict]] = defaultdict(list)
+    for name, role in CALL_TABLES.items():
+        for r in tables.get(name, []):
             c = cost[r["qid"]]
             c["calls"] += 1
             c["prompt_tokens"] += r["prompt_tokens"]
             c["completion_tokens"] += r["completion_tokens"]
-    return cost
+            log[r["qid"]].append({"role": role, "agent": r.get("agent", -1), "finish_reason": r["finish_reason"],
+                                  "prompt_tokens": r["prompt_tokens"], "completion_tokens": r["completion_tokens"]})
+    return cost, log
 
 
 def build_trace(questions: dict[str, dict], method: str, per_iteration: list[dict[str, list[dict]]]) -> list[dict]:
     """``per_iteration[k]`` holds iteration k's rows of samples, chains, localizations,
-    positions, repairs and commits."""
+    positions, repairs, relations and commits."""
     rows = []
     committed_before: dict[str, list[str]] = defaultdict(list)
     for k, t in enumerate(per_iteration):
-        cost = iteration_cost(t)
+        cost, call_log = iteration_cost(t)
         decided = {c["qid"] for c in t["commits"]}
         stray = sorted(set(cost) - decided)
         if stray:
@@ -63,6 +69,7 @@ def build_trace(questions: dict[str, dict], method: str, per_iteration: list[dic
                 "positions": positions, "repair_nodes": c["repair_nodes"], "quotes": c["quotes"],
                 "checks": c["checks"], "admitted": c["admitted"], "committed_after": c["committed"],
                 "stop_reason": c["stop_reason"], "prediction": c["prediction"], **cost[qid],
+                "call_log": call_log[qid], "final_iteration": k == len(per_iteration) - 1,
             })
             committed_before[qid] = c["committed"]
     return rows
