@@ -15,7 +15,7 @@ def test_answer_type_and_line():
     cases = [(q("strategyqa", "Could a llama birth twice during the War in Vietnam?", "boolean"), "yes/no"),
              (q("hotpotqa", "Were Scott Derrickson and Ed Wood of the same nationality?", "comparison"), "yes/no"),
              (q("hotpotqa", "Which is older, the Rhine or the Danube?", "comparison"), "short"),
-             (q("hotpotqa", "Is the band from Gunma?", "bridge"), "short"),  # only comparisons
+             (q("hotpotqa", "Is the band from Gunma?", "bridge"), "yes/no"),  # the wording asks yes or no
              (q("musique", "Who founded the company?", "2hop"), "short")]
     prompt = load_prompt(REPO / "config" / "prompts" / "solver.txt")
     for question, kind in cases:

@@ -20,7 +20,6 @@ def derive_seed(base: int, *parts) -> int:
     return int(hashlib.sha256(blob).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
-# question-initial auxiliaries / modals: a comparison question opening with one asks yes or no
 ANSWER_LINES = {
     "yes/no": 'Then finish with a last line of the form "Answer: yes" or "Answer: no".',
     "short": 'Then finish with a last line of the form "Answer: <short answer>".',
