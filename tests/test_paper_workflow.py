@@ -65,13 +65,15 @@ def test_figures(run):
 
 def test_figures_are_deterministic(run, tmp_path):
     from lmad.paper import figures
-    from lmad.stages.paper import load_judgments
+    from lmad.stages.paper import load_judgments, read_headline, with_score
 
-    judged = load_judgments(sorted(str(p) for p in (run / "results").glob("scripted/*/judgments.parquet")))
+    head = read_headline(str(next((run / "results" / "judge").glob("*/validation.parquet"))), "auto")
+    judged = with_score(load_judgments(sorted(str(p) for p in (run / "results").glob("scripted/*/judgments.parquet"))),
+                        head.metric)
     outs = []
     for i in range(2):
         png, pdf = tmp_path / f"a{i}.png", tmp_path / f"a{i}.pdf"
-        figures.accuracy(judged, str(png), str(pdf), ["scripted"], DATASETS, METHODS)
+        figures.accuracy(judged, str(png), str(pdf), ["scripted"], DATASETS, METHODS, head)
         outs.append((png.read_bytes(), pdf.read_bytes()))
     assert outs[0] == outs[1]
 
