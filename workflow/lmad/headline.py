@@ -41,6 +41,11 @@ class Headline:
     warning: str          # plain words for the top of an output ("" when the judge is trusted)
 
     @property
+    def accuracy_column(self) -> str:
+        """The column of the ``accuracy`` table that holds this metric."""
+        return "judge_acc" if self.metric == "judge" else self.metric
+
+    @property
     def axis(self) -> str:
         return f"{self.short} (%)"
 

@@ -100,7 +100,7 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
     summary = summarize(backbone, judged, preds)
     write_table("accuracy", summary, accuracy, provenance)
 
-    column = {"judge": "judge_acc", "em": "em", "f1": "f1"}[head.metric]
+    column = head.accuracy_column
     cell = {(r["dataset"], r["method"]): r[column] for r in summary.to_dicts()}
     body = [[d] + [_pct(cell.get((d, m))) for m in methods] for d in datasets]
     avg = {m: _macro({d: cell.get((d, m)) for d in datasets}) for m in methods}
@@ -153,7 +153,7 @@ def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: l
 
     summary = read_table("accuracy", accuracy)
     head = headline(metric, read_table("judge_validation", validation).row(0, named=True))
-    column = {"judge": "judge_acc", "em": "em", "f1": "f1"}[head.metric]
+    column = head.accuracy_column
     cell = {(r["dataset"], r["method"]): r[column] for r in summary.to_dicts()}
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(datasets), 3.2))
     width = 0.8 / len(methods)
