@@ -140,14 +140,19 @@ def check_table1(run: Run, data: dict, out: Path, resamples: int):
 
 def check_table2(run: Run, data: dict, out: Path):
     traces = sum(data["traces"].values(), [])
-    P.table2(sum(data["judgments"].values(), []), data["validation"], traces, str(out / "table2.csv"),
-             str(out / "table2.md"), str(out / "table2.tex"), backbones=run.backbones, datasets=run.datasets,
+    P.table2(sum(data["judgments"].values(), []), data["validation"], traces, data["questions"],
+             str(out / "table2.csv"), str(out / "table2.md"), str(out / "table2.tex"),
+             str(out / "table2_checks.csv"), backbones=run.backbones, datasets=run.datasets,
              metric=run.metric, provenance={})
     md = (out / "table2.md").read_text()
     rows = rows_of(out / "table2.csv")
     if "lmad" not in run.methods:
         assert "Table 2 is empty: this run has no LMAD (Strict) trace" in md
     assert ("Table 2 is empty" in md) == all(int(r["n"]) == 0 for r in rows)
+    for c in rows_of(out / "table2_checks.csv"):     # a guard's rejections are a subset of its repairs
+        assert 0 <= int(c["rejected_with_gold"]) <= int(c["rejected"]) <= int(c["repairs"])
+    if "lmad" not in run.methods:
+        assert rows_of(out / "table2_checks.csv") == []
     for r in rows:
         vals = [num(r[m]) for m in P.GATE_METHODS if m in r]
         assert all(v is None or 0 <= v <= 100 for v in vals)

@@ -14,7 +14,7 @@ from conftest import REPO, make_config, snakemake, write_config
 SLURM_PROFILE = REPO / "workflow" / "profiles" / "slurm"
 LOCAL_PROFILE = REPO / "workflow" / "profiles" / "default"
 # every rule that calls a model (rules/{generate,judge,lmad,debate}.smk)
-MODEL_RULES = {"generate", "judge", "debate_round", "lmad_generate", "lmad_extract", "lmad_localize",
+MODEL_RULES = {"generate", "judge", "judge_validation", "debate_round", "lmad_generate", "lmad_extract", "lmad_localize",
                "lmad_debate", "lmad_resolve"}
 GPU_DEFAULTS = {"mem_mb_per_gpu": 32000, "runtime": 720, "cpus_per_gpu": 8}
 
@@ -44,7 +44,7 @@ def planned_jobs(*args, cwd=REPO):
 
 
 def model_of(rule, wildcards, config):
-    return config["judge"]["model"] if rule == "judge" else wildcards["backbone"]
+    return config["judge"]["model"] if rule in ("judge", "judge_validation") else wildcards["backbone"]
 
 
 @pytest.fixture(scope="module")
@@ -164,9 +164,9 @@ def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
     assert re.fullmatch(r"[0-9a-f]{64}", manifest["config_sha256"])
     assert manifest["package_version"] == __version__
     assert manifest["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}", manifest["git_commit"])
-    # generate cot, generate proposals and judge each loaded the (scripted) model once
-    assert manifest["model_loads"] == {"scripted": 3}
-    assert manifest["models"]["scripted"] == {"backend": "scripted", "stage_logs": 3, "loads": 3}
+    # generate cot, generate proposals, judge and judge_validation each loaded the (scripted) model once
+    assert manifest["model_loads"] == {"scripted": 4}
+    assert manifest["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 4}
 
     # stages whose calls are all cached never load the model, and a config change reruns
     # the manifest: the new one counts no loads under a new config hash
@@ -174,7 +174,8 @@ def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
     write_config(workdir, config)
     snakemake(workdir, "--forcerun", "generate")
     again = json.loads((workdir / "results" / "manifest.json").read_text())
-    assert again["models"]["scripted"] == {"backend": "scripted", "stage_logs": 3, "loads": 0}
+    # judge_validation reads only the questions, so it did not rerun: its log is the first run's
+    assert again["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 1}
     assert again["config_sha256"] != manifest["config_sha256"]
 
 

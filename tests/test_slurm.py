@@ -31,7 +31,7 @@ SLURM_PROFILE = REPO / "workflow" / "profiles" / "slurm"
 DAEMONS = {"slurmctld": "/usr/sbin/slurmctld", "slurmd": "/usr/sbin/slurmd", "munged": "/usr/sbin/munged"}
 CLIENTS = ["sbatch", "squeue", "sinfo", "scontrol", "srun", "scancel"]
 # rules whose jobs go to SLURM in the cot+sc DAG; everything else is a localrule
-REMOTE_RULES = {"generate", "judge"}
+REMOTE_RULES = {"generate", "judge", "judge_validation"}
 INIT_CHECK_S = 2  # --slurm-init-seconds-before-status-checks; MinJobAge below is 300 >= 3 x this
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (\S+?)\)")
 
@@ -273,8 +273,8 @@ def test_demo_dag_runs_through_sbatch(cluster, workdir_on_slurm):
 
     assert (workdir / "results" / "scripted" / "analysis" / "table.md").stat().st_size > 0
     manifest = json.loads((workdir / "results" / "manifest.json").read_text())
-    # generate cot, generate proposals and judge: one model load each, in their SLURM jobs
-    assert manifest["model_loads"] == {"scripted": 3}
+    # generate cot, generate proposals, judge and its validation: one model load each, in their SLURM jobs
+    assert manifest["model_loads"] == {"scripted": 4}
 
 
 def test_a_failing_job_fails_the_run(cluster, workdir_on_slurm):
@@ -286,8 +286,10 @@ def test_a_failing_job_fails_the_run(cluster, workdir_on_slurm):
     print(f"failing SLURM run took {proc.seconds:.0f} s")
     assert proc.returncode != 0, out[-6000:]
     submitted = SUBMITTED.findall(out)
-    assert {re.search(r"slurm_logs/rule_(\w+)/", log).group(1) for _, log in submitted} == {"judge"}
+    # the judge and its known-answer validation both read the broken prompt
+    assert {re.search(r"slurm_logs/rule_(\w+)/", log).group(1) for _, log in submitted} == {"judge", "judge_validation"}
     job_ids = [job_id for job_id, _ in submitted]
     assert set(slurm_states(cluster, job_ids).values()) == {"FAILED"}
     assert "Error in rule judge" in out and "failed" in out
     assert "no_such_field" in (workdir / "logs" / "scripted" / "judge.log").read_text()
+    assert "no_such_field" in (workdir / "logs" / "judge_validation" / "scripted.log").read_text()

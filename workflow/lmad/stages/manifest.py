@@ -80,7 +80,8 @@ def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[
     """Per model: stage logs with a cache-stats line, and how many of them loaded it."""
     counts: dict[str, dict[str, int]] = {}
     for path in logs:
-        model = judge if path.name == "judge.log" else path.relative_to(logs_dir).parts[0]
+        top = path.relative_to(logs_dir).parts[0]
+        model = judge if path.name == "judge.log" or top == "judge_validation" else top
         for loaded in _STATS.findall(path.read_text(errors="replace")):
             entry = counts.setdefault(model, {"stage_logs": 0, "loads": 0})
             entry["stage_logs"] += 1
@@ -94,6 +95,7 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
     logs_root = Path(logs_dir)
     work = [w for d in config["datasets"] for w in shard_names(d, config.get("shards", 1))]
     logs = stage_logs(logs_root, backbones, work, list(config["methods"]))
+    logs += sorted((logs_root / "judge_validation").glob(f"{judge}.log"))  # the judge's known-answer battery
     counts = count_loads(logs, logs_root, judge)
     models = {}
     for name in dict.fromkeys([*backbones, judge]):
