@@ -3,11 +3,14 @@ import re
 
 from snakemake.utils import validate
 
+from lmad.runlock import guard_workflow
 from lmad.protocols.debate import PROTOCOLS as DEBATE_PROTOCOLS, setting_of
 from lmad.stages.shards import shard_name, shard_names
 
 
 validate(config, schema="../config/schema/config.schema.yaml")
+# locks left by a killed run of this directory are removed, a live run's never (README "Resume after a kill")
+guard_workflow(workflow)
 
 
 # Sharding (rules/shards.smk): with `shards: N` > 1 every question-level rule runs on the

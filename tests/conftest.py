@@ -70,6 +70,14 @@ def snakemake(workdir: Path, *args, check=True, timeout=900, env=None):
     return proc
 
 
+def stored_calls(cache_dir) -> set[tuple[str, str]]:
+    """(model folder, call key) of every call in the call store under ``cache_dir``."""
+    import json
+
+    return {(seg.parent.name, json.loads(line)["key"]) for seg in Path(cache_dir).rglob("*.calls.jsonl")
+            for line in seg.read_text().splitlines() if line.endswith("}")}
+
+
 @pytest.fixture
 def workdir(tmp_path):
     return tmp_path

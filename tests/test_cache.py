@@ -1,11 +1,24 @@
-"""The call cache: hits, misses, sampled seeds, lazy model load, resume after a kill, concurrency."""
+"""The call cache: hits, misses, sampled seeds, lazy model load, resume after a kill, concurrency;
+every kind of corrupted entry is a miss with a warning naming file and line, never a hit;
+lone surrogates are sanitized and recorded; the old one-file-per-call store migrates."""
+import hashlib
+import json
+import logging
 import multiprocessing as mp
 
 import pytest
 
 from lmad.backends import ChatRequest, open_backend
-from lmad.backends.cache import CachedBackend
+from lmad.backends.cache import SEGMENT_SUFFIX, CachedBackend, checksum, main as cache_main
 from lmad.backends.scripted import ScriptedBackend
+
+
+def segments(root):
+    return sorted(root.rglob(f"*{SEGMENT_SUFFIX}"))
+
+
+def stored_keys(root):
+    return [json.loads(line)["key"] for seg in segments(root) for line in seg.read_text().splitlines()]
 
 
 def req(text, temperature=0.0, seed=0):
@@ -64,13 +77,113 @@ def test_resume_after_kill_reissues_only_unfinished_calls(tmp_path):
     assert (resumed.hits, resumed.misses) == (4, 6)
 
 
-def test_corrupt_entry_is_recomputed(tmp_path):
+def test_a_call_is_durable_the_moment_it_returns_whatever_the_chunk(tmp_path):
+    """Chunk 512 (the openai default): the calls that returned before the kill are stored."""
+    calls = []
+
+    def dying(r):
+        calls.append(r.messages[-1][1])
+        if len(calls) > 3:
+            raise KeyboardInterrupt("killed")
+        return "ok"
+
+    batch = [req(f"q{i}") for i in range(10)]
+    with pytest.raises(KeyboardInterrupt):
+        CachedBackend(counting_factory([], dying), "double@test-double", tmp_path, chunk_size=512).generate(batch)
+    resumed = CachedBackend(counting_factory([]), "double@test-double", tmp_path, chunk_size=512)
+    resumed.generate(batch)
+    assert (resumed.hits, resumed.misses) == (3, 7)
+
+
+def _entry(tmp_path, text="x"):
     backend = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
-    backend.generate([req("x")])
-    entry = next(tmp_path.rglob("*.json"))
-    entry.write_text("{not json")
+    backend.generate([req(text)])
+    [seg] = segments(tmp_path)
+    return seg, json.loads(seg.read_text())
+
+
+def _resign(entry):
+    entry["sha256"] = checksum(**{k: v for k, v in entry.items() if k != "sha256"})
+    return entry
+
+
+CORRUPTIONS = {
+    "not json": lambda e: "{not json",
+    "empty object": lambda e: {},
+    "null": lambda e: None,
+    "a list": lambda e: [e],
+    "extra key": lambda e: {**e, "extra": 1},
+    "text edited": lambda e: {**e, "text": "Answer: something else"},
+    "text null (re-signed)": lambda e: _resign({**e, "text": None}),
+    "tokens a word (re-signed)": lambda e: _resign({**e, "prompt_tokens": "many"}),
+    "tokens a bool (re-signed)": lambda e: _resign({**e, "completion_tokens": True}),
+    "error finish (re-signed)": lambda e: _resign({**e, "finish_reason": "error"}),
+    "another key": lambda e: _resign({**e, "key": hashlib.sha256(b"other").hexdigest()}),
+    "checksum missing": lambda e: {k: v for k, v in e.items() if k != "sha256"},
+}
+
+
+@pytest.mark.parametrize("kind", CORRUPTIONS)
+def test_a_corrupt_entry_is_a_miss_with_a_warning_never_a_hit(tmp_path, caplog, kind):
+    seg, entry = _entry(tmp_path)
+    bad = CORRUPTIONS[kind](entry)
+    line = bad if isinstance(bad, str) else json.dumps(bad)
+    if kind == "another key":  # keep the requested key at the start so the index files it under that key
+        line = '{"key":"%s",' % entry["key"] + json.dumps(bad)[1:]
+    seg.write_text(line + "\n")
+    again = CachedBackend(counting_factory([], lambda r: "recomputed"), "double@test-double", tmp_path)
+    with caplog.at_level(logging.WARNING, logger="lmad.backends.cache"):
+        out = again.generate([req("x")])
+    assert out[0].text == "recomputed" and not out[0].cached and (again.hits, again.misses) == (0, 1)
+    assert again.store.invalid == 1 and "invalid_entries=1" in again.stats()
+    assert any(str(seg) in r.getMessage() and "line 1" in r.getMessage() for r in caplog.records)
+    # the recomputed call is stored in a new segment and served from then on
+    third = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    assert third.generate([req("x")])[0].text == "recomputed" and third.hits == 1
+
+
+def test_a_line_cut_by_a_kill_is_ignored_and_later_lines_still_serve(tmp_path):
+    backend = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    backend.generate([req("a"), req("b")])
+    [seg] = segments(tmp_path)
+    seg.write_bytes(seg.read_bytes()[:-20])  # the second line lost its end
     again = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
-    assert again.generate([req("x")])[0].text.startswith("echo x") and again.misses == 1
+    again.generate([req("a"), req("b")])
+    assert (again.hits, again.misses, again.store.invalid) == (1, 1, 0)
+
+
+def test_lone_surrogates_are_replaced_and_recorded(tmp_path, caplog):
+    backend = CachedBackend(counting_factory([], lambda r: "x\ud800 Answer: y"), "double@test-double", tmp_path)
+    with caplog.at_level(logging.WARNING, logger="lmad.backends.cache"):
+        [out] = backend.generate([req("s")])
+    assert out.text == "x\ufffd Answer: y" and out.sanitized and "sanitized=1" in backend.stats()
+    assert "lone surrogates" in caplog.text
+    again = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    [hit] = again.generate([req("s")])
+    assert hit.cached and hit.sanitized and hit.text == out.text
+    assert not list(tmp_path.rglob(".tmp-*"))
+    import pyarrow as pa
+    pa.table({"text": [hit.text]})  # writable to Parquet
+
+
+def test_migrate_imports_the_old_one_file_per_call_store(tmp_path, caplog):
+    model_dir = tmp_path / "double_test-double"
+    keys = [req(f"old {i}").key("double@test-double") for i in range(3)]
+    for i, key in enumerate(keys):
+        (model_dir / key[:2]).mkdir(parents=True, exist_ok=True)
+        (model_dir / key[:2] / f"{key}.json").write_text(json.dumps(
+            {"text": f"old reply {i}", "prompt_tokens": 2, "completion_tokens": 3, "finish_reason": "stop"}))
+    bad = model_dir / "ab" / ("ab" + "0" * 62 + ".json")
+    bad.parent.mkdir(exist_ok=True)
+    bad.write_text('{"text": null}')
+    with caplog.at_level(logging.WARNING, logger="lmad.backends.cache"):
+        CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    assert "python -m lmad.backends.cache migrate" in caplog.text  # the old store is named, not silently ignored
+    assert cache_main(["migrate", str(tmp_path)]) == 0
+    assert bad.exists() and len(list(model_dir.rglob("*.json"))) == 1  # imported files are gone, the bad one stays
+    again = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    out = again.generate([req(f"old {i}") for i in range(3)])
+    assert [c.text for c in out] == [f"old reply {i}" for i in range(3)] and again.hits == 3
 
 
 def _worker(root, n):
@@ -83,5 +196,8 @@ def test_concurrent_jobs_share_the_cache_without_errors(tmp_path):
     with mp.get_context("spawn").Pool(4) as pool:
         totals = pool.starmap(_worker, [(str(tmp_path), 50)] * 4)
     assert totals == [50] * 4
-    assert len(list(tmp_path.rglob("*.json"))) == 50
-    assert not list(tmp_path.rglob(".tmp-*"))
+    keys = stored_keys(tmp_path)  # a call two jobs computed at once may be stored twice, never torn
+    assert len(set(keys)) == 50 and len(segments(tmp_path)) <= 4
+    reader = open_backend({"backend": "scripted", "name": "shared"}, tmp_path)
+    reader.generate([req(f"shared {i}") for i in range(50)])
+    assert (reader.hits, reader.misses, reader.store.invalid) == (50, 0, 0)

@@ -3,7 +3,7 @@ round 0 reuses the proposals without a call, Consensus's revisions are MAD's cac
 calls, and predictions sum every round's cost."""
 import logging
 
-from conftest import REPO
+from conftest import REPO, stored_calls
 from lmad.schemas import read_table, write_table
 from lmad.stages.debate import debate_predict, debate_round
 from lmad.stages.generate import generate
@@ -24,7 +24,7 @@ def questions(path):
 
 
 def entries(cache):
-    return set(cache.rglob("*.json"))
+    return stored_calls(cache)
 
 
 def run_method(tmp_path, method, qs, proposals, cache, rounds=2):

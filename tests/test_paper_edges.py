@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import REPO, make_config, scripted_model, snakemake, write_config
+from conftest import REPO, make_config, scripted_model, snakemake, stored_calls, write_config
 
 DATASETS = ["hotpotqa", "strategyqa"]
 METHODS = ["cot", "sc", "mad", "lmad", "lmad-concrete", "lmad-always"]
@@ -65,7 +65,7 @@ def test_a_100_and_a_0_percent_method_build_every_output(finished):
 def test_a_fixed_analysis_or_paper_failure_reruns_with_no_model_call(finished):
     workdir, _ = finished
     before = calls(workdir)
-    cache = sorted((workdir / "cache").rglob("*.json"))
+    cache = stored_calls(workdir / "cache")
     # make the analysis job and a paper job rerun, and fail: a directory where each writes a file
     (workdir / "results/oracle/analysis/table.md").unlink()
     (workdir / "results/paper/table1.csv").unlink()
@@ -82,7 +82,7 @@ def test_a_fixed_analysis_or_paper_failure_reruns_with_no_model_call(finished):
     fixed = run(workdir, "all", "paper")
     assert fixed.returncode == 0
     assert calls(workdir) == before                           # no call reached the model
-    assert sorted((workdir / "cache").rglob("*.json")) == cache
+    assert stored_calls(workdir / "cache") == cache
     assert (workdir / "results/paper/table1.csv").exists() and (workdir / "results/oracle/analysis/table.md").exists()
     dry = run(workdir, "all", "paper", "--dry-run")
     assert "Nothing to be done" in dry.stdout + dry.stderr

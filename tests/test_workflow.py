@@ -5,7 +5,7 @@ import re
 import polars as pl
 import pytest
 
-from conftest import DATASETS, REPO, make_config, scripted_model, snakemake, write_config
+from conftest import DATASETS, REPO, make_config, scripted_model, snakemake, stored_calls, write_config
 
 
 def mtimes(root, pattern):
@@ -13,7 +13,7 @@ def mtimes(root, pattern):
 
 
 def cache_entries(workdir):
-    return set((workdir / "cache").rglob("*.json"))
+    return stored_calls(workdir / "cache")
 
 
 @pytest.fixture(scope="module")

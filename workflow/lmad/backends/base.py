@@ -9,7 +9,7 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 ROLES = ("system", "user", "assistant")
 
@@ -55,6 +55,28 @@ class Completion:
     completion_tokens: int
     finish_reason: str  # "stop" | "length" | "error"
     cached: bool = False
+    # the reply held text that is not valid Unicode (lone surrogates), replaced by U+FFFD
+    sanitized: bool = False
+
+
+#: called with (index in the batch, completion) as each request of a batch finishes
+OnDone = Callable[[int, Completion], None]
+
+
+class BackendError(RuntimeError):
+    """The one error a backend raises for a call it could not complete (transport, server,
+    reply shape) after its bounded retries; the message names backend, model, URL and cause."""
+
+
+def valid_unicode(text: str) -> tuple[str, bool]:
+    """``text`` with lone surrogates replaced by U+FFFD (they cannot be written as UTF-8:
+    not to the call store, not to Parquet), and whether anything was replaced."""
+    try:
+        text.encode("utf-8")
+        return text, False
+    except UnicodeEncodeError:
+        # surrogatepass keeps valid pairs whole; the decode replaces the lone ones
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), True
 
 
 class Backend(ABC):
@@ -66,6 +88,15 @@ class Backend(ABC):
     @abstractmethod
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Return one completion per request, in order."""
+
+    def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:
+        """``generate``, reporting each completion as soon as it exists. Backends that finish
+        requests one by one (or in decode batches) override it, so the call store persists a
+        call the moment it returns, whatever the cache's chunk size."""
+        results = self.generate(requests)
+        for i, c in enumerate(results):
+            on_done(i, c)
+        return results
 
     def close(self) -> None:  # pragma: no cover - overridden where resources exist
         pass

@@ -1,30 +1,179 @@
-"""Persistent call cache in front of any backend.
+"""Persistent call store in front of any backend.
 
-One JSON file per call under ``<root>/<model>/<key[:2]>/<key>.json``, written to a
-temporary file and renamed into place. That makes concurrent Snakemake jobs (and SLURM
-jobs on a shared filesystem) safe without any lock: readers see a whole entry or none,
-and two writers of the same key write the same content. Misses are sent to the inner
-backend in chunks and each chunk is persisted as soon as it returns, so a killed stage
-resumes without re-issuing finished calls.
+Layout: ``<root>/<model>/<host>-<pid>-<random>.calls.jsonl``, one **segment** per writer
+(a ``CachedBackend`` that had a miss), appended one line per finished call. Why:
+
+* few files: a segment per stage job, not a file per call (a shared cluster filesystem
+  handles millions of small files badly; the paper's grid made millions);
+* durable per call: each call is one ``write`` on an ``O_APPEND`` descriptor the moment the
+  backend reports it (``Backend.generate_each``), so a ``kill -9`` loses at most the calls
+  still in flight, whatever the chunk size; a line cut by the kill has no newline and is
+  never read;
+* no locks: every writer appends to its own new segment; readers index complete lines
+  only, so two jobs (also SLURM jobs on a shared filesystem) never touch each other's file;
+* never a lie: every line carries its key and a sha256 over (key, reply). A line is
+  validated when it is served: malformed JSON, a missing/extra/mistyped field, a key that
+  is not the one asked for or a checksum mismatch make it a miss, with a warning naming
+  the segment file and line — never a hit.
+
+A line (ASCII: ``ensure_ascii`` escapes everything else)::
+
+    {"key": <sha256 of the request>, "text": str, "prompt_tokens": int, "completion_tokens": int,
+     "finish_reason": "stop"|"length", "sanitized": bool, "sha256": <checksum>}
+
+The old one-JSON-file-per-call store (``<model>/<xx>/<key>.json``) is not read; a backend
+that finds one says so and ``python -m lmad.backends.cache migrate <cache_dir>`` imports it.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import re
-import tempfile
-from dataclasses import asdict
+import secrets
+import socket
+import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .base import Backend, ChatRequest, Completion
+from .base import Backend, ChatRequest, Completion, valid_unicode
 
 log = logging.getLogger(__name__)
+
+SEGMENT_SUFFIX = ".calls.jsonl"
+_FIELDS = ("key", "text", "prompt_tokens", "completion_tokens", "finish_reason", "sanitized", "sha256")
+_KEY_AT_START = re.compile(rb'\{"key": ?"([0-9a-f]{64})"')
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+def checksum(key: str, text: str, prompt_tokens: int, completion_tokens: int, finish_reason: str,
+             sanitized: bool) -> str:
+    blob = json.dumps([key, text, prompt_tokens, completion_tokens, finish_reason, sanitized],
+                      ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()
+
+
+def encode_entry(key: str, c: Completion) -> bytes:
+    entry = {"key": key, "text": c.text, "prompt_tokens": c.prompt_tokens,
+             "completion_tokens": c.completion_tokens, "finish_reason": c.finish_reason,
+             "sanitized": c.sanitized}
+    entry["sha256"] = checksum(**entry)
+    return (json.dumps(entry, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def _is_count(v) -> bool:
+    return type(v) is int and v >= 0  # bool is not a count
+
+
+def decode_entry(line: bytes, key: str) -> Completion:
+    """The completion a store line holds for ``key``; ValueError saying what is wrong."""
+    try:
+        data = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"not an object ({type(data).__name__})")
+    if set(data) != set(_FIELDS):
+        raise ValueError(f"fields {sorted(data)}, expected {sorted(_FIELDS)}")
+    if data["key"] != key:
+        raise ValueError(f"key {str(data['key'])[:16]}… is not the requested {key[:16]}…")
+    if not isinstance(data["text"], str):
+        raise ValueError(f"text is {type(data['text']).__name__}, not str")
+    for f in ("prompt_tokens", "completion_tokens"):
+        if not _is_count(data[f]):
+            raise ValueError(f"{f} is {data[f]!r}, not a count")
+    if data["finish_reason"] not in ("stop", "length"):
+        raise ValueError(f"finish_reason {data['finish_reason']!r}")
+    if type(data["sanitized"]) is not bool:
+        raise ValueError(f"sanitized is {data['sanitized']!r}")
+    fields = {f: data[f] for f in _FIELDS[:-1]}
+    if data["sha256"] != checksum(**fields):
+        raise ValueError("checksum mismatch (the entry was changed after it was written)")
+    return Completion(text=data["text"], prompt_tokens=data["prompt_tokens"],
+                      completion_tokens=data["completion_tokens"], finish_reason=data["finish_reason"],
+                      cached=True, sanitized=data["sanitized"])
+
+
+class CallStore:
+    """The segments of one model: an index of complete lines (key → locations), refreshed
+    incrementally, and this process's own segment, opened on its first write."""
+
+    def __init__(self, folder: str | os.PathLike):
+        self.dir = Path(folder)
+        self._index: dict[str, list[tuple[Path, int, int, int]]] = {}  # key → (segment, offset, length, line)
+        self._scanned: dict[Path, tuple[int, int]] = {}  # segment → (bytes indexed, lines indexed)
+        self._readers: dict[Path, int] = {}
+        self._fd: int | None = None
+        self.segment: Path | None = None
+        self.invalid = 0  # entries refused (malformed, mismatched)
+
+    def refresh(self) -> None:
+        """Index the complete lines written since the last refresh (by any writer)."""
+        if not self.dir.is_dir():
+            return
+        for seg in sorted(self.dir.glob(f"*{SEGMENT_SUFFIX}")):
+            done, lines = self._scanned.get(seg, (0, 0))
+            try:
+                with open(seg, "rb") as fh:
+                    fh.seek(done)
+                    blob = fh.read()
+            except OSError as exc:
+                log.warning("call store segment %s is unreadable (%s); its calls are misses", seg, exc)
+                continue
+            end = blob.rfind(b"\n") + 1  # a line without its newline is still being written (or was cut)
+            pos = 0
+            while pos < end:
+                nl = blob.index(b"\n", pos)
+                lines += 1
+                m = _KEY_AT_START.match(blob, pos, nl)
+                if m:
+                    self._index.setdefault(m.group(1).decode(), []).append((seg, done + pos, nl - pos, lines))
+                else:
+                    self.invalid += 1
+                    log.warning("call store %s line %d: no key at the start of the entry; ignored", seg, lines)
+                pos = nl + 1
+            self._scanned[seg] = (done + end, lines)
+
+    def get(self, key: str) -> Completion | None:
+        for seg, offset, length, line in self._index.get(key, ()):
+            try:
+                fd = self._readers.get(seg)
+                if fd is None:
+                    fd = self._readers[seg] = os.open(seg, os.O_RDONLY)
+                raw = os.pread(fd, length, offset)
+                return decode_entry(raw, key)
+            except (OSError, ValueError) as exc:
+                self.invalid += 1
+                log.warning("call store %s line %d (key %s): %s; treated as a miss", seg, line, key[:16], exc)
+        return None
+
+    def put(self, key: str, completion: Completion) -> None:
+        line = encode_entry(key, completion)
+        if self._fd is None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            name = f"{_safe(socket.gethostname())}-{os.getpid()}-{secrets.token_hex(4)}{SEGMENT_SUFFIX}"
+            self.segment = self.dir / name
+            self._fd = os.open(self.segment, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        view = memoryview(line)
+        while view:  # a regular-file write is whole unless interrupted; finish it if not
+            view = view[os.write(self._fd, view):]
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)  # durable on the filesystem (kill -9 needs no fsync: the kernel has it)
+            os.close(self._fd)
+            self._fd = None
+        for fd in self._readers.values():
+            os.close(fd)
+        self._readers.clear()
+
+
+def _legacy_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("[0-9a-f][0-9a-f]/*.json")) if folder.is_dir() else []
 
 
 class CachedBackend(Backend):
@@ -39,39 +188,20 @@ class CachedBackend(Backend):
         self._inner: Backend | None = None
         self.model_id = model_id
         self.root = Path(root) / _safe(model_id)
+        self.store = CallStore(self.root)
         self.chunk_size = chunk_size
         self.hits = 0
         self.misses = 0
-
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
-    def _load(self, key: str) -> Completion | None:
-        path = self._path(key)
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            return None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            log.warning("cache entry %s is unreadable; recomputing it", path)
-            return None
-        data["cached"] = True
-        return Completion(**data)
-
-    def _store(self, key: str, completion: Completion) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        entry = asdict(completion)
-        entry.pop("cached")
-        blob = json.dumps(entry, ensure_ascii=False)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(blob)
-        os.replace(tmp, path)
+        self.sanitized = 0
+        legacy = _legacy_files(self.root)
+        if legacy:
+            log.warning("%s holds %d calls in the old one-file-per-call layout, which is not read; import them "
+                        "with: python -m lmad.backends.cache migrate %s", self.root, len(legacy), Path(root))
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         keys = [r.key(self.model_id) for r in requests]
-        out: list[Completion | None] = [self._load(k) for k in keys]
+        self.store.refresh()  # calls other jobs finished since the last batch are hits too
+        out: list[Completion | None] = [self.store.get(k) for k in keys]
         # identical requests inside one batch are computed once
         todo: dict[str, int] = {}
         for i, (k, c) in enumerate(zip(keys, out)):
@@ -81,11 +211,26 @@ class CachedBackend(Backend):
         pending = list(todo.items())
         for start in range(0, len(pending), self.chunk_size):
             chunk = pending[start : start + self.chunk_size]
-            results = self.inner.generate([requests[i] for _, i in chunk])
-            for (key, i), completion in zip(chunk, results):
+
+            def done(j: int, completion: Completion, chunk=chunk) -> None:
+                key, i = chunk[j]
+                if out[i] is not None:
+                    return
+                text, replaced = valid_unicode(completion.text)
+                if replaced:
+                    self.sanitized += 1
+                    log.warning("model %s: reply to call %s held invalid Unicode (lone surrogates); replaced "
+                                "by U+FFFD and recorded (sanitized=True)", self.model_id, key[:16])
+                    completion = Completion(text=text, prompt_tokens=completion.prompt_tokens,
+                                            completion_tokens=completion.completion_tokens,
+                                            finish_reason=completion.finish_reason, sanitized=True)
                 if completion.finish_reason != "error":
-                    self._store(key, completion)
+                    self.store.put(key, completion)  # persisted the moment it returns
                 out[i] = completion
+
+            results = self.inner.generate_each([requests[i] for _, i in chunk], done)
+            for j, completion in enumerate(results):  # a backend that skipped a report
+                done(j, completion)
             self.misses += len(chunk)
         for i, k in enumerate(keys):
             if out[i] is None:  # duplicate of a request computed in this batch
@@ -107,8 +252,80 @@ class CachedBackend(Backend):
         return self._inner is not None
 
     def stats(self) -> str:
-        return f"cache hits={self.hits} misses={self.misses} model_loaded={self.loaded}"
+        line = f"cache hits={self.hits} misses={self.misses} model_loaded={self.loaded}"
+        extra = {"invalid_entries": self.store.invalid, "sanitized": self.sanitized}
+        return line + "".join(f" {k}={v}" for k, v in extra.items() if v)
 
     def close(self) -> None:
+        self.store.close()
         if self._inner is not None:
             self._inner.close()
+
+
+# ----------------------------------------------------------------------------- migration
+
+
+def migrate(root: str | os.PathLike) -> dict[str, int]:
+    """Import every ``<model>/<xx>/<key>.json`` of the old store under ``root`` into one
+    segment per model, then delete the imported files. An old entry carried no key or
+    checksum: its file name is its key, and one that is not a well-formed completion is
+    skipped (and left in place) with a warning."""
+    counts = {"imported": 0, "skipped": 0, "models": 0}
+    for model_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
+        files = _legacy_files(model_dir)
+        if not files:
+            continue
+        counts["models"] += 1
+        store = CallStore(model_dir)
+        imported = []
+        for f in files:
+            key = f.stem
+            try:
+                data = json.loads(f.read_text(encoding="utf-8"))
+                if not (isinstance(data, dict) and set(data) == {"text", "prompt_tokens", "completion_tokens",
+                                                                 "finish_reason"}):
+                    raise ValueError(f"fields {sorted(data) if isinstance(data, dict) else type(data).__name__}")
+                if not re.fullmatch(r"[0-9a-f]{64}", key):
+                    raise ValueError("file name is not a call key")
+                text, replaced = valid_unicode(data["text"]) if isinstance(data["text"], str) else (None, False)
+                c = Completion(text=text, prompt_tokens=data["prompt_tokens"],
+                               completion_tokens=data["completion_tokens"], finish_reason=data["finish_reason"],
+                               sanitized=replaced)
+                decode_entry(encode_entry(key, c), key)  # the same checks as a read
+            except (OSError, ValueError, UnicodeDecodeError, TypeError) as exc:
+                counts["skipped"] += 1
+                log.warning("migrate: %s skipped (%s)", f, exc)
+                continue
+            store.put(key, c)
+            imported.append(f)
+        store.close()  # fsync before the originals go
+        for f in imported:
+            f.unlink()
+        for sub in sorted({f.parent for f in imported}):
+            try:
+                sub.rmdir()
+            except OSError:
+                pass  # still holds skipped or temporary files
+        counts["imported"] += len(imported)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m lmad.backends.cache",
+                                     description="maintenance of the call store (README \"Call cache\")")
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("migrate", help="import an old one-file-per-call cache_dir into segments")
+    m.add_argument("cache_dir")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    if not Path(args.cache_dir).is_dir():
+        parser.error(f"{args.cache_dir}: not a directory")
+    counts = migrate(args.cache_dir)
+    print(f"migrated {counts['imported']} calls of {counts['models']} models; skipped {counts['skipped']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -26,10 +26,13 @@ were removed from vLLM, so they are not sent. JSON schemas use the standard Open
 The API key comes only from the environment variable named by ``api_key_env``; when it
 is unset (a local server) no ``Authorization`` header is sent.
 
-Retries: 5xx, 429, connection errors and timeouts are retried up to ``max_retries``
-times with exponential backoff (``backoff_s * 2**attempt``, honouring ``Retry-After``
-when the server sends one). Any other 4xx fails at once with the status and the
-server's message.
+Retries: 5xx, 429, connection errors, timeouts and malformed 200 replies (not JSON, not
+a chat completion's shape) are retried up to ``max_retries`` times with exponential
+backoff (``backoff_s * 2**attempt``, honouring ``Retry-After`` when the server sends
+one). Any other 4xx fails at once. Either way the one error raised is
+``OpenAIBackendError`` (a ``BackendError``) naming backend, model, URL and the last cause.
+Each finished call is reported as it returns (``generate_each``), so the call store keeps
+it even if the stage is killed before the rest of the batch is done.
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ import logging
 import os
 from typing import Any, Sequence
 
-from .base import Backend, ChatRequest, Completion
+from .base import Backend, BackendError, ChatRequest, Completion, OnDone
 from .model_files import model_identity, template_identity
 
 log = logging.getLogger(__name__)
@@ -56,8 +59,12 @@ def _httpx():
     return httpx
 
 
-class OpenAIBackendError(RuntimeError):
+class OpenAIBackendError(BackendError):
     """A request the server refused (non-retryable) or that kept failing."""
+
+
+class _BadReply(ValueError):
+    """A 200 reply that is not a chat completion (retried like a transport failure)."""
 
 
 def request_body(model: str, req: ChatRequest, chat_template_kwargs: dict | None = None) -> dict[str, Any]:
@@ -128,19 +135,25 @@ class OpenAIBackend(Backend):
         return headers
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return self.generate_each(requests, lambda i, c: None)
+
+    def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:
         if not requests:
             return []
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._generate(list(requests)))
+            return asyncio.run(self._generate(list(requests), on_done))
         # Called from inside an event loop (a notebook): run ours on a worker thread.
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, self._generate(list(requests))).result()
+            return pool.submit(asyncio.run, self._generate(list(requests), on_done)).result()
 
-    async def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+    def _error(self, what: str) -> OpenAIBackendError:
+        return OpenAIBackendError(f"backend openai, model {self.model!r}, {self.url}: {what}")
+
+    async def _generate(self, requests: list[ChatRequest], on_done: OnDone) -> list[Completion]:
         httpx = _httpx()
         sem = asyncio.Semaphore(self.max_concurrency)
         limits = httpx.Limits(max_connections=self.max_concurrency,
@@ -148,11 +161,13 @@ class OpenAIBackend(Backend):
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), limits=limits,
                                      headers=self._headers()) as client:
 
-            async def one(req: ChatRequest) -> Completion:
+            async def one(i: int, req: ChatRequest) -> Completion:
                 async with sem:
-                    return await self._call(client, req)
+                    completion = await self._call(client, req)
+                on_done(i, completion)
+                return completion
 
-            tasks = [asyncio.ensure_future(one(r)) for r in requests]
+            tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(requests)]
             try:
                 return list(await asyncio.gather(*tasks))
             except BaseException:
@@ -169,16 +184,21 @@ class OpenAIBackend(Backend):
             delay = self.backoff_s * (2 ** attempt)
             try:
                 resp = await client.post(self.url, json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                last = f"{type(exc).__name__}: {exc}"
+            except httpx.TimeoutException as exc:
+                last = f"{type(exc).__name__} after {self.timeout_s}s{': ' + str(exc) if str(exc) else ''}"
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc or 'connection failed'}"
             else:
                 if resp.status_code == 200:
-                    return self._parse(resp.json())
-                msg = _server_message(resp)
-                if resp.status_code != 429 and resp.status_code < 500:
-                    raise OpenAIBackendError(
-                        f"{self.url} answered HTTP {resp.status_code}: {msg}")
-                last = f"HTTP {resp.status_code}: {msg}"
+                    try:
+                        return self._parse(resp)
+                    except _BadReply as exc:
+                        last = f"malformed reply: {exc}"
+                else:
+                    msg = _server_message(resp)
+                    if resp.status_code != 429 and resp.status_code < 500:
+                        raise self._error(f"answered HTTP {resp.status_code}: {msg}")
+                    last = f"HTTP {resp.status_code}: {msg}"
                 retry_after = resp.headers.get("retry-after")
                 if retry_after:
                     try:
@@ -189,21 +209,30 @@ class OpenAIBackend(Backend):
                 log.warning("%s failed (%s); retry %d/%d in %.1fs", self.url, last,
                             attempt + 1, self.max_retries, delay)
                 await asyncio.sleep(delay)
-        raise OpenAIBackendError(
-            f"{self.url} failed after {self.max_retries + 1} attempts; last error: {last}")
+        raise self._error(f"failed after {self.max_retries + 1} attempts; last cause: {last}")
 
     @staticmethod
-    def _parse(data: dict) -> Completion:
+    def _parse(resp) -> Completion:
+        """A completion from a 200 reply, strictly: anything else is a ``_BadReply``."""
+        try:
+            data = resp.json()
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _BadReply(f"not JSON ({type(exc).__name__}: {exc}): {resp.text[:200]!r}") from None
         try:
             choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
-        except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise OpenAIBackendError(f"malformed chat completion response: {str(data)[:500]}") from exc
-        usage = data.get("usage") or {}
-        finish = choice.get("finish_reason") or "stop"
+            text = choice["message"]["content"]
+            usage = data.get("usage") or {}
+            finish = choice.get("finish_reason") or "stop"
+            tokens = [usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0]
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise _BadReply(f"not a chat completion: {str(data)[:300]}") from None
+        if text is None:
+            text = ""  # a reply with no content (e.g. only a refusal field): empty, as the API means it
+        if not isinstance(text, str) or not isinstance(finish, str):
+            raise _BadReply(f"content or finish_reason of the wrong type: {str(choice)[:300]}")
+        if not all(type(t) is int and t >= 0 for t in tokens):
+            raise _BadReply(f"usage token counts are not counts: {usage!r}"[:300])
         if finish not in ("stop", "length"):
             # "tool_calls", "content_filter", "abort": not a clean stop, not truncation.
             finish = "stop" if finish == "tool_calls" else "error"
-        return Completion(text=text, prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=int(usage.get("completion_tokens") or 0),
-                          finish_reason=finish)
+        return Completion(text=text, prompt_tokens=tokens[0], completion_tokens=tokens[1], finish_reason=finish)

@@ -21,7 +21,7 @@ import importlib
 import re
 from typing import Callable, Sequence
 
-from .base import Backend, ChatRequest, Completion
+from .base import Backend, ChatRequest, Completion, OnDone
 from .model_files import template_identity
 
 Responder = Callable[[ChatRequest], str]
@@ -103,11 +103,15 @@ class ScriptedBackend(Backend):
         return f"The passages mention {titles[0]}.\nSo the answer follows from them.\nAnswer: {choice}"
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return self.generate_each(requests, lambda i, c: None)
+
+    def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:
         out = []
-        for req in requests:
+        for i, req in enumerate(requests):  # one by one, like a server: each reported as it returns
             self.calls.append(req)
             text = self.responder(req) if self.responder else self._default(req)
             words = len(text.split())
             out.append(Completion(text=text, prompt_tokens=sum(len(c.split()) for _, c in req.messages),
                                   completion_tokens=min(words, req.max_tokens), finish_reason="stop"))
+            on_done(i, out[-1])
         return out

@@ -15,7 +15,7 @@ import logging
 import re
 from typing import Sequence
 
-from .base import Backend, ChatRequest, Completion
+from .base import Backend, ChatRequest, Completion, OnDone
 from .model_files import model_identity, template_identity
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,9 @@ class TransformersBackend(Backend):
                                             return_dict=False, **self.chat_template_kwargs)
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return self.generate_each(requests, lambda i, c: None)
+
+    def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:
         encoded = [self._prompt_ids(r) for r in requests]
         # Similar lengths together: less padding in each batch.
         order = sorted(range(len(requests)), key=lambda i: len(encoded[i]))
@@ -90,6 +93,7 @@ class TransformersBackend(Backend):
             idx = order[start : start + self.batch_size]
             for i, c in zip(idx, self._decode([requests[i] for i in idx], [encoded[i] for i in idx])):
                 out[i] = c
+                on_done(i, c)  # each decode batch is stored before the next one starts
         return out  # type: ignore[return-value]
 
     def _decode(self, reqs: list[ChatRequest], ids: list[list[int]]) -> list[Completion]:
