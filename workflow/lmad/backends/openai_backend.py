@@ -142,7 +142,10 @@ class OpenAIBackend(Backend):
             return []
         try:
             asyncio.get_running_loop()
+            in_loop = True
         except RuntimeError:
+            in_loop = False
+        if not in_loop:  # outside the except block: a failure must not chain "no running event loop"
             return asyncio.run(self._generate(list(requests), on_done))
         # Called from inside an event loop (a notebook): run ours on a worker thread.
         from concurrent.futures import ThreadPoolExecutor
