@@ -14,7 +14,11 @@ __all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_ide
 def make_backend(spec: dict[str, Any]) -> Backend:
     """Build the backend a model spec names. ``spec`` is a resolved entry of config ``models``."""
     kind = spec["backend"]
-    kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "cache_chunk")}
+    kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "cache_chunk", "resources")}
+    if kind == "vllm":  # further engine arguments (config schema: engine_kwargs)
+        kwargs.update(kwargs.pop("engine_kwargs", None) or {})
+    else:  # the context window is checked in front of the backend (open_backend); vLLM also sizes its engine by it
+        kwargs.pop("max_model_len", None)
     if kind == "transformers":
         from .transformers_backend import TransformersBackend
 

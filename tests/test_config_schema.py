@@ -1,0 +1,74 @@
+"""Per-backend model settings (config/schema/config.schema.yaml): a typo or a wrong type fails
+before any job runs and names the key; every setting in use today stays valid."""
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import update_config, validate
+
+from conftest import REPO, SMOLLM2, make_config, scripted_model, snakemake, write_config
+
+SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
+OPENAI = {"backend": "openai", "model": "qwen2.5-7b", "base_url": "http://node:8001/v1", "revision": "abc",
+          "max_concurrency": 64, "api_key_env": "MY_KEY", "timeout_s": 30, "max_retries": 3, "backoff_s": 0.5,
+          "chat_template_kwargs": {"enable_thinking": False}, "resources": {"mem_mb": 2000}}
+VLLM = {"backend": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "dtype": "bfloat16", "tensor_parallel_size": 2,
+        "max_model_len": 8192, "gpu_memory_utilization": 0.9, "enforce_eager": True, "revision": "r",
+        "engine_kwargs": {"quantization": "awq"}, "resources": {"gpu": 0, "runtime": 60}}
+SCRIPTED = {**scripted_model(), "responder": "oracle:respond", "judge_mode": "always_correct"}
+
+
+def config_with(tmp_path, model):
+    config = make_config(tmp_path, n=1, models={"m": model}, backbones=["m"])
+    return copy.deepcopy(config)
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "config").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_configs_validate(path):
+    config = yaml.safe_load(path.read_text())
+    if "models" not in config:  # an overlay on the demo config (debate-demo, truemad)
+        overlay, config = config, yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+        update_config(config, overlay)  # how snakemake merges a second --configfile (in place)
+    assert config["models"]
+    validate(config, schema=SCHEMA)
+
+
+@pytest.mark.parametrize("model", [OPENAI, VLLM, SCRIPTED, SMOLLM2, {**SMOLLM2, "dtype": "float32", "cache_chunk": 8}],
+                         ids=["openai", "vllm", "scripted", "transformers-gguf", "transformers-options"])
+def test_every_setting_in_use_is_valid(tmp_path, model):
+    validate(config_with(tmp_path, model), schema=SCHEMA)
+
+
+BAD = [
+    ("openai typo", {**OPENAI, "max_concurency": 4}, "max_concurency"),
+    ("timeout a word", {**OPENAI, "timeout_s": "abc"}, "timeout_s"),
+    ("timeout zero", {**OPENAI, "timeout_s": 0}, "timeout_s"),
+    ("retries negative", {**OPENAI, "max_retries": -1}, "max_retries"),
+    ("openai without url", {k: v for k, v in OPENAI.items() if k != "base_url"}, "base_url"),
+    ("vllm setting on openai", {**OPENAI, "tensor_parallel_size": 2}, "tensor_parallel_size"),
+    ("vllm typo", {**VLLM, "tensor_paralel_size": 2}, "tensor_paralel_size"),
+    ("memory share > 1", {**VLLM, "gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
+    ("transformers typo", {**SMOLLM2, "batchsize": 4}, "batchsize"),
+    ("gguf typo", {**SMOLLM2, "gguf": {**SMOLLM2["gguf"], "fille": "x"}}, "fille"),
+    ("judge mode unknown", {**SCRIPTED, "judge_mode": "lenient"}, "judge_mode"),
+    ("responder not module:function", {**SCRIPTED, "responder": "oracle.respond"}, "responder"),
+    ("resources typo", {**VLLM, "resources": {"gpus": 1}}, "gpus"),
+]
+
+
+@pytest.mark.parametrize("name,model,key", BAD, ids=[b[0] for b in BAD])
+def test_a_bad_setting_fails_naming_the_key(tmp_path, name, model, key):
+    with pytest.raises(WorkflowError) as err:
+        validate(config_with(tmp_path, model), schema=SCHEMA)
+    assert key in str(err.value)
+
+
+def test_a_typo_fails_the_dry_run_before_any_job(tmp_path):
+    config = make_config(tmp_path, n=1)
+    config["models"]["scripted"]["max_concurency"] = 4
+    write_config(tmp_path, config)
+    proc = snakemake(tmp_path, "--dry-run", check=False)
+    assert proc.returncode != 0 and "max_concurency" in proc.stdout + proc.stderr
+    assert not (Path(tmp_path) / "results").exists()
