@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ...answers import all_agree, extract_answer, majority_vote, normalize_answer
+from ...model_json import load_model_json
 
 #: Structured-output constraints of the judge and the moderator.
 JUDGE_SCHEMA = {
@@ -44,10 +45,9 @@ class Verdict:
 
 
 def _load_object(text: str, keys: set[str]) -> tuple[dict | None, str]:
-    try:
-        obj = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as err:
-        return None, f"invalid JSON: {getattr(err, 'msg', err)}"
+    obj, error = load_model_json(text)
+    if error:
+        return None, f"invalid JSON: {error}"
     if not isinstance(obj, dict) or set(obj) != keys:
         got = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
         return None, f"expected an object with exactly the keys {sorted(keys)}, got {got}"

@@ -23,10 +23,10 @@ or blank ``conflict`` alone becomes the generic δ (``conflict_fallback``).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from ...backends import ChatRequest
+from ...model_json import load_model_json
 from ...prompts import Prompt, format_committed, format_context
 from .nodes import format_chain
 
@@ -75,12 +75,9 @@ def localization_request(prompt: Prompt, question: dict, committed: list[str], c
 def parse_localization(text: str, chain_lengths: list[int]) -> Localization:
     k = len(chain_lengths)
     last = list(chain_lengths)
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as err:
-        data, error = None, f"not JSON: {err}"
-    else:
-        error = "" if isinstance(data, dict) else "not a JSON object"
+    data, error = load_model_json(text)
+    if not error and not isinstance(data, dict):
+        error = "not a JSON object"
     if error:
         return Localization(GENERIC_CONFLICT, last, ["unparseable"] * k, True, error)
 

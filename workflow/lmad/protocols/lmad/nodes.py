@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from ...answers import normalize_hotpot
 from ...backends import ChatRequest
+from ...model_json import load_model_json
 from ...prompts import Prompt
 
 FLAGS = ("empty", "repeated", "over_long", "malformed", "excess")
@@ -62,10 +63,9 @@ def extraction_request(prompt: Prompt, question: str, rationale: str, max_tokens
 
 def parse_claims(text: str) -> tuple[list, str]:
     """The extractor's claim list as parsed JSON values, and a parse error ("" if none)."""
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as err:
-        return [], f"not JSON: {err}"
+    data, error = load_model_json(text)
+    if error:
+        return [], error
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         return [], 'not an object with a "claims" list'
     return data["claims"], ""

@@ -11,10 +11,10 @@ says whether the output was an object with a ``nodes`` list at all — the commi
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from ...backends import ChatRequest
+from ...model_json import load_model_json
 from ...prompts import Prompt, format_committed, format_context
 
 MAX_NODES, MAX_QUOTES, MAX_CHARS = 2, 3, 400
@@ -76,10 +76,9 @@ def _strings(value, name: str, problems: list[str]) -> list[str]:
 
 
 def parse_repair(text: str) -> Repair:
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as err:
-        return Repair(parse_error=f"not JSON: {err}")
+    data, error = load_model_json(text)
+    if error:
+        return Repair(parse_error=error)
     if not isinstance(data, dict):
         return Repair(parse_error="not a JSON object")
     problems: list[str] = []
