@@ -3,6 +3,7 @@ import re
 
 from snakemake.utils import validate
 
+from lmad.data.loaders import resolve_path
 from lmad.runlock import guard_workflow
 from lmad.protocols.debate import PROTOCOLS as DEBATE_PROTOCOLS, setting_of
 from lmad.stages.shards import shard_name, shard_names
@@ -134,9 +135,11 @@ def dataset_spec(name):
 
 
 def dataset_source(wildcards):
+    """The dataset's local files, resolved as the stage loads them (relative to the checkout)."""
     spec = config["datasets"][wildcards.dataset]
     files = [spec["path"]] if spec.get("source", "jsonl") == "jsonl" else []
-    return files + ([spec["aliases_path"]] if spec.get("aliases_path") else [])
+    files += [spec["aliases_path"]] if spec.get("aliases_path") else []
+    return [str(resolve_path(f, workflow.basedir)) for f in files]
 
 
 def stage_temperatures(stage):

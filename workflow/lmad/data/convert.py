@@ -8,7 +8,8 @@ Canonical record (a plain dict)::
 ``paragraph`` is the supporting paragraph's index in ``context``. MuSiQue repeats titles
 (in 33 of 100 real dev questions another paragraph has a supporting paragraph's title), so
 its supporting paragraphs are identified by position, never by title; HotpotQA and 2Wiki
-facts point at the first paragraph with their title (null when none has it).
+facts point at the first paragraph with their title; a fact whose title or sentence is
+not in the context is a ``DataError``.
 
 Both each benchmark's original schema and its Hugging Face ``datasets`` shape are
 accepted: HF copies store pair lists column-wise (``{"title": [...], "sentences": [...]}``,
@@ -226,6 +227,22 @@ def check_dataset(dataset: str) -> None:
         raise ValueError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
 
 
+def _check_facts(facts: list[dict], context: list[dict], where: str) -> None:
+    """Every supporting fact names a paragraph of the context and one of its sentences: the
+    LMAD guard and ``max_context_chars`` trimming rely on it, so a fact pointing elsewhere
+    (a title absent from the context, sentence 99) is an error, not a silently dropped fact."""
+    for i, fact in enumerate(facts):
+        field = f"supporting_facts[{i}]"
+        if not isinstance(fact["sent_id"], int) or isinstance(fact["sent_id"], bool):
+            raise _error(where, field, f"sent_id {fact['sent_id']!r} is not an integer")
+        if fact["paragraph"] is None:
+            raise _error(where, field, f"title {fact['title']!r} is not a paragraph of the context")
+        sentences = context[fact["paragraph"]]["sentences"]
+        if not 0 <= fact["sent_id"] < len(sentences):
+            raise _error(where, field, f"sent_id {fact['sent_id']} but paragraph {fact['title']!r} has "
+                                       f"{len(sentences)} sentence(s)")
+
+
 def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = None) -> dict:
     """Canonical record for one raw row of ``dataset``, original or HF shape.
 
@@ -240,6 +257,7 @@ def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = No
     for i, p in enumerate(fields["context"]):
         first.setdefault(p["title"], i)
     facts = [f if "paragraph" in f else {**f, "paragraph": first.get(f["title"])} for f in fields["supporting_facts"]]
+    _check_facts(facts, fields["context"], where)
     fields["supporting_facts"] = facts
     return {
         "qid": fields["qid"],

@@ -42,26 +42,45 @@ def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
     return records
 
 
+def _decode(blob: bytes, path: Path, lineno: int | None = None) -> str:
+    """UTF-8 text, or a DataError naming file, line and column of the first bad byte."""
+    try:
+        return blob.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = lineno or blob.count(b"\n", 0, err.start) + 1
+        column = err.start - (blob.rfind(b"\n", 0, err.start) + 1) + 1
+        raise DataError(f"{path} line {line}: not UTF-8 (byte 0x{blob[err.start]:02x} at column {column}); "
+                        "benchmark files are UTF-8") from None
+
+
 def _read_rows(path: Path, lines: bool = False) -> list[tuple[str, object]]:
     """(where, raw) per record: one per non-blank JSONL line, or per item of a .json list
-    (``lines``: JSON lines whatever the suffix)."""
+    (``lines``: JSON lines whatever the suffix). An empty file is an error naming it."""
+    try:
+        blob = path.read_bytes()
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({err.strerror})") from None
+    if not blob.strip():
+        raise DataError(f"{path}: empty file (no records)")
     if path.suffix == ".json" and not lines:
         try:
-            items = json.loads(path.read_text(encoding="utf-8"))
+            items = json.loads(_decode(blob, path))
         except json.JSONDecodeError as err:
             raise DataError(f"{path} line {err.lineno}: invalid JSON ({err.msg})") from None
         if not isinstance(items, list):
             raise DataError(f"{path}: expected a JSON list of records")
         return [(f"{path} item {i}", raw) for i, raw in enumerate(items, 1)]
     rows = []
-    with path.open(encoding="utf-8") as lines:
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((f"{path} line {lineno}", json.loads(line)))
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path} line {lineno}: invalid JSON ({err.msg}, column {err.colno})") from None
+    for lineno, raw_line in enumerate(blob.split(b"\n"), 1):
+        line = _decode(raw_line, path, lineno)
+        if not line.strip():
+            continue
+        try:
+            rows.append((f"{path} line {lineno}", json.loads(line)))
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path} line {lineno}: invalid JSON ({err.msg}, column {err.colno})") from None
+        except ValueError as err:  # e.g. an integer past Python's digit limit
+            raise DataError(f"{path} line {lineno}: invalid JSON ({err})") from None
     return rows
 
 
@@ -73,7 +92,10 @@ def load_jsonl(path: str | Path, dataset: str, source: str | None = None,
     records name as their origin; it defaults to ``path``.
     """
     path = Path(path)
-    return _convert_rows(_read_rows(path), dataset, str(path) if source is None else source, id_aliases)
+    records = _convert_rows(_read_rows(path), dataset, str(path) if source is None else source, id_aliases)
+    if not records:
+        raise DataError(f"{path}: no answerable {dataset} records")
+    return records
 
 
 def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
@@ -153,6 +175,14 @@ def trim_context(record: dict, max_chars: int) -> dict:
     return {**record, "context": [p for p, kept in zip(record["context"], keep) if kept], "supporting_facts": facts}
 
 
+def resolve_path(path: str | Path, base_dir: str | Path) -> Path:
+    """A config's dataset file (``path:``, ``aliases_path:``): absolute as given, relative to
+    ``base_dir`` (the checkout holding the Snakefile) otherwise. The rule declares its input
+    and the stage loads it through this one function, so both name the same file whatever
+    ``--directory`` the run uses."""
+    return Path(path) if Path(path).is_absolute() else Path(base_dir) / path
+
+
 def load_dataset_spec(spec: dict, base_dir: str | Path) -> list[dict]:
     """Load, sample and optionally trim one dataset entry of the workflow config.
 
@@ -165,11 +195,11 @@ def load_dataset_spec(spec: dict, base_dir: str | Path) -> list[dict]:
     if name not in DATASETS:
         raise ValueError(f"dataset spec: 'name' must be one of {', '.join(DATASETS)}, got {name!r}")
     kind = spec.get("source", "jsonl")
-    aliases = load_id_aliases(Path(base_dir) / spec["aliases_path"]) if spec.get("aliases_path") else None
+    aliases = load_id_aliases(resolve_path(spec["aliases_path"], base_dir)) if spec.get("aliases_path") else None
     if kind == "jsonl":
         if not spec.get("path"):
             raise ValueError(f"dataset spec {name!r}: source 'jsonl' needs 'path'")
-        records = load_jsonl(Path(base_dir) / spec["path"], name, source=str(spec["path"]), id_aliases=aliases)
+        records = load_jsonl(resolve_path(spec["path"], base_dir), name, source=str(spec["path"]), id_aliases=aliases)
     elif kind == "hf":
         if not spec.get("hf_id") or not spec.get("split"):
             raise ValueError(f"dataset spec {name!r}: source 'hf' needs 'hf_id' and 'split'")
