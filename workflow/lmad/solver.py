@@ -35,10 +35,36 @@ def answer_type(question: dict) -> str:
 
 def solver_request(prompt: Prompt, question: dict, temperature: float, seed: int, max_tokens: int,
                    committed: Sequence[str] = ()) -> ChatRequest:
-    messages = prompt.render(context=format_context(question["context"]), question=question["question"],
-                             committed=format_committed(committed),
-                             answer_line=ANSWER_LINES[answer_type(question)])
-    return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed)
+    def build(context: Sequence[dict], fallbacks=()) -> ChatRequest:
+        messages = prompt.render(context=format_context(context), question=question["question"],
+                                 committed=format_committed(committed),
+                                 answer_line=ANSWER_LINES[answer_type(question)])
+        return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed,
+                           fallbacks=fallbacks)
+
+    return build(question["context"], DroppingDistractors(build, question))
+
+
+class DroppingDistractors:
+    """The fallbacks of a solver request that does not fit the model's context window: the
+    same request with distractor paragraphs (no supporting fact) dropped one at a time, last
+    first, down to the supporting paragraphs alone. Rendered only when iterated (only for a
+    request found too long), so a batch holds one prompt per request."""
+
+    def __init__(self, build, question: dict):
+        self.build, self.question = build, question
+
+    def __iter__(self):
+        context = self.question["context"]
+        facts = self.question.get("supporting_facts") or []
+        supporting = {f["paragraph"] for f in facts if f.get("paragraph") is not None}
+        titles = {f["title"] for f in facts if f.get("paragraph") is None}
+        keep = [i in supporting or p["title"] in titles for i, p in enumerate(context)]
+        kept = set(range(len(context)))
+        for i in reversed(range(len(context))):
+            if not keep[i]:
+                kept.discard(i)
+                yield self.build([p for j, p in enumerate(context) if j in kept])
 
 
 def job_yes_no(question: dict) -> bool:

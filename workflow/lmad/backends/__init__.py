@@ -60,4 +60,5 @@ def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size:
     """The backend behind the persistent call cache — what every stage talks to.
     The model itself loads on the first cache miss."""
     chunk = chunk_size or spec.get("cache_chunk") or CHUNK_BY_BACKEND[spec["backend"]]
-    return CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk)
+    return CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk,
+                         context_window=spec.get("max_model_len"))

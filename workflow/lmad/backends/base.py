@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Iterable, Sequence
 
 ROLES = ("system", "user", "assistant")
 
@@ -26,6 +26,10 @@ class ChatRequest:
     # At most one structured-output constraint: {"choice": [...]}, {"regex": "..."}
     # or {"json": <JSON schema>}. Backends enforce it while decoding.
     constraint: dict[str, Any] | None = field(default=None, hash=False)
+    # Shorter renderings of the same request, tried in order when this one does not fit the
+    # model's context window (distractor paragraphs dropped; ``solver.solver_request``). Not
+    # part of the cache key: the same request, window and tokenizer pick the same one.
+    fallbacks: Iterable["ChatRequest"] = field(default=(), hash=False, compare=False, repr=False)
 
     def __post_init__(self):
         for role, content in self.messages:
@@ -40,7 +44,8 @@ class ChatRequest:
 
     def key(self, model_id: str) -> str:
         """Cache key: model identity + messages + sampling params + seed + constraint."""
-        payload = {"model": model_id, **asdict(self)}
+        payload = {"model": model_id, **asdict(replace(self, fallbacks=()) if self.fallbacks else self)}
+        del payload["fallbacks"]  # keys of requests without fallbacks are what they always were
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -57,6 +62,8 @@ class Completion:
     cached: bool = False
     # the reply held text that is not valid Unicode (lone surrogates), replaced by U+FFFD
     sanitized: bool = False
+    # why a call failed (finish_reason "error"), e.g. a prompt longer than the context window
+    error: str = ""
 
 
 #: called with (index in the batch, completion) as each request of a batch finishes
@@ -84,6 +91,13 @@ class Backend(ABC):
 
     #: name + weights hash or revision; part of every cache key
     model_id: str
+    #: tokens the model can attend to (prompt + completion); None where unknown
+    context_window: int | None = None
+
+    def prompt_tokens(self, req: ChatRequest) -> int | None:
+        """The request's prompt length in the model's tokens, chat template applied; None
+        where the backend cannot count before the call (then the server is the judge)."""
+        return None
 
     @abstractmethod
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:

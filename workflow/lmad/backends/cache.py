@@ -34,6 +34,7 @@ import re
 import secrets
 import socket
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -181,7 +182,7 @@ class CachedBackend(Backend):
     calls are all cached (or that has nothing to do) never loads a model."""
 
     def __init__(self, factory: Callable[[], Backend], model_id: str, root: str | os.PathLike,
-                 chunk_size: int = 16):
+                 chunk_size: int = 16, context_window: int | None = None):
         if chunk_size < 1:
             raise ValueError("cache chunk_size must be >= 1")
         self.factory = factory
@@ -193,6 +194,9 @@ class CachedBackend(Backend):
         self.hits = 0
         self.misses = 0
         self.sanitized = 0
+        self.context_window = context_window  # config max_model_len; else the backend's own
+        self.shortened = 0  # requests sent with distractor paragraphs dropped
+        self.overflow = 0  # requests failed before the call: too long even so
         legacy = _legacy_files(self.root)
         if legacy:
             log.warning("%s holds %d calls in the old one-file-per-call layout, which is not read; import them "
@@ -221,22 +225,56 @@ class CachedBackend(Backend):
                     self.sanitized += 1
                     log.warning("model %s: reply to call %s held invalid Unicode (lone surrogates); replaced "
                                 "by U+FFFD and recorded (sanitized=True)", self.model_id, key[:16])
-                    completion = Completion(text=text, prompt_tokens=completion.prompt_tokens,
-                                            completion_tokens=completion.completion_tokens,
-                                            finish_reason=completion.finish_reason, sanitized=True)
+                    completion = replace(completion, text=text, sanitized=True)
                 if completion.finish_reason != "error":
                     self.store.put(key, completion)  # persisted the moment it returns
                 out[i] = completion
 
-            results = self.inner.generate_each([requests[i] for _, i in chunk], done)
-            for j, completion in enumerate(results):  # a backend that skipped a report
-                done(j, completion)
+            sendable, sent = [], []
+            for j, (key, i) in enumerate(chunk):
+                fitted, reason = self._fit(requests[i])
+                if fitted is None:  # this request alone fails; the rest of the batch goes on
+                    done(j, Completion(text="", prompt_tokens=0, completion_tokens=0, finish_reason="error",
+                                       error=reason))
+                else:
+                    sendable.append(fitted)
+                    sent.append(j)
+            if sendable:
+                results = self.inner.generate_each(sendable, lambda k, c: done(sent[k], c))
+                for k, completion in enumerate(results):  # a backend that skipped a report
+                    done(sent[k], completion)
             self.misses += len(chunk)
         for i, k in enumerate(keys):
             if out[i] is None:  # duplicate of a request computed in this batch
                 out[i] = out[todo[k]]
                 self.hits += 1
         return out  # type: ignore[return-value]
+
+    def _fit(self, req: ChatRequest) -> tuple[ChatRequest | None, str]:
+        """The request as it fits the context window (itself, or its first fallback that
+        fits), or None and why not. Counting needs the model's tokenizer, so only misses are
+        checked: a fully cached stage still loads nothing."""
+        window = self.context_window or self.inner.context_window
+        if not window:
+            return req, ""
+        need = self.inner.prompt_tokens(req)
+        if need is None or need + req.max_tokens <= window:
+            return req, ""
+        n = 0
+        for n, shorter in enumerate(req.fallbacks, 1):
+            shorter_need = self.inner.prompt_tokens(shorter)
+            if shorter_need is not None and shorter_need + shorter.max_tokens <= window:
+                self.shortened += 1
+                log.warning("model %s: prompt of %d tokens + max_tokens %d exceeds the context window %d; sent "
+                            "with %d distractor paragraph(s) dropped (%d tokens)", self.model_id, need,
+                            req.max_tokens, window, n, shorter_need)
+                return shorter, ""
+        self.overflow += 1
+        reason = (f"context_overflow: prompt of {need} tokens + max_tokens {req.max_tokens} exceeds the context "
+                  f"window {window} of {self.model_id}"
+                  + (f", also with all {n} distractor paragraphs dropped" if n else ""))
+        log.warning("model %s: request failed before the call: %s", self.model_id, reason)
+        return None, reason
 
     @property
     def inner(self) -> Backend:
@@ -253,7 +291,8 @@ class CachedBackend(Backend):
 
     def stats(self) -> str:
         line = f"cache hits={self.hits} misses={self.misses} model_loaded={self.loaded}"
-        extra = {"invalid_entries": self.store.invalid, "sanitized": self.sanitized}
+        extra = {"invalid_entries": self.store.invalid, "sanitized": self.sanitized, "shortened": self.shortened,
+                 "context_overflow": self.overflow}
         return line + "".join(f" {k}={v}" for k, v in extra.items() if v)
 
     def close(self) -> None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from typing import Any, Sequence
 
 from .base import Backend, BackendError, ChatRequest, Completion, OnDone
@@ -61,6 +62,13 @@ def _httpx():
 
 class OpenAIBackendError(BackendError):
     """A request the server refused (non-retryable) or that kept failing."""
+
+
+# How OpenAI-compatible servers refuse a prompt longer than the context window (vLLM: "This
+# model's maximum context length is 2048 tokens. However, you requested …"; OpenAI:
+# "context_length_exceeded").
+_CONTEXT_OVERFLOW = re.compile(r"maximum context length|context_length_exceeded|context length|max_model_len|"
+                               r"prompt is too long|too many tokens", re.IGNORECASE)
 
 
 class _BadReply(ValueError):
@@ -199,6 +207,11 @@ class OpenAIBackend(Backend):
                         last = f"malformed reply: {exc}"
                 else:
                     msg = _server_message(resp)
+                    if resp.status_code == 400 and _CONTEXT_OVERFLOW.search(msg):
+                        # too long for the model: this request fails, not the whole batch
+                        log.warning("%s refused a request as too long: %s", self.url, msg)
+                        return Completion(text="", prompt_tokens=0, completion_tokens=0, finish_reason="error",
+                                          error=f"context_overflow: server refused: {msg[:300]}")
                     if resp.status_code != 429 and resp.status_code < 500:
                         raise self._error(f"answered HTTP {resp.status_code}: {msg}")
                     last = f"HTTP {resp.status_code}: {msg}"

@@ -102,6 +102,10 @@ class ScriptedBackend(Backend):
         choice = titles[0] if req.temperature <= 0.3 else titles[pick % min(2, len(titles))]
         return f"The passages mention {titles[0]}.\nSo the answer follows from them.\nAnswer: {choice}"
 
+    def prompt_tokens(self, req: ChatRequest) -> int:
+        """Words stand in for tokens (what its completions report as prompt_tokens)."""
+        return sum(len(c.split()) for _, c in req.messages)
+
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         return self.generate_each(requests, lambda i, c: None)
 
@@ -111,7 +115,7 @@ class ScriptedBackend(Backend):
             self.calls.append(req)
             text = self.responder(req) if self.responder else self._default(req)
             words = len(text.split())
-            out.append(Completion(text=text, prompt_tokens=sum(len(c.split()) for _, c in req.messages),
+            out.append(Completion(text=text, prompt_tokens=self.prompt_tokens(req),
                                   completion_tokens=min(words, req.max_tokens), finish_reason="stop"))
             on_done(i, out[-1])
         return out

@@ -63,6 +63,8 @@ class TransformersBackend(Backend):
         self.model.eval()
         self.batch_size = batch_size
         self.vocab = self.model.config.vocab_size
+        # positions the model was trained for: its context window (config max_model_len overrides)
+        self.context_window = getattr(self.model.config, "max_position_embeddings", None)
         self.stop_ids = {t for t in (self.tok.eos_token_id, self.tok.pad_token_id) if t is not None}
         self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
         self._compiler = None
@@ -76,6 +78,9 @@ class TransformersBackend(Backend):
             info = xgr.TokenizerInfo.from_huggingface(self.tok, vocab_size=self.vocab)
             self._compiler = xgr.GrammarCompiler(info)
         return xgr.GrammarMatcher(constraint_grammar(self._compiler, constraint))
+
+    def prompt_tokens(self, req: ChatRequest) -> int:
+        return len(self._prompt_ids(req))
 
     def _prompt_ids(self, req: ChatRequest) -> list[int]:
         return self.tok.apply_chat_template(req.chat(), add_generation_prompt=True, tokenize=True,

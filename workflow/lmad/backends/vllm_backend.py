@@ -135,6 +135,19 @@ class VLLMBackend(Backend):
         kwargs.update(engine_kwargs)
         log.info("starting vLLM %s engine (%s API) for %s", self.vllm_version, self._structured.keyword, model)
         self.llm = vllm.LLM(**kwargs)
+        try:  # the engine's window (max_model_len, or the model's own) for the pre-call length check
+            self.context_window = int(self.llm.llm_engine.model_config.max_model_len)
+        except (AttributeError, TypeError, ValueError):  # pragma: no cover - engine internals moved
+            self.context_window = max_model_len
+
+    def prompt_tokens(self, req: ChatRequest) -> int | None:
+        try:
+            ids = self.llm.get_tokenizer().apply_chat_template(req.chat(), add_generation_prompt=True, tokenize=True,
+                                                               **self.chat_template_kwargs)
+        except Exception as exc:  # pragma: no cover - a tokenizer without a chat template: the engine judges
+            log.debug("vLLM prompt length unknown (%s)", exc)
+            return None
+        return len(ids)
 
     def sampling_params(self, req: ChatRequest):
         return self._SamplingParams(
