@@ -107,15 +107,18 @@ class ScriptedBackend(Backend):
         return sum(len(c.split()) for _, c in req.messages)
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        return self.generate_each(requests, lambda i, c: None)
-
-    def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:
         out = []
-        for i, req in enumerate(requests):  # one by one, like a server: each reported as it returns
+        for req in requests:
             self.calls.append(req)
             text = self.responder(req) if self.responder else self._default(req)
             words = len(text.split())
             out.append(Completion(text=text, prompt_tokens=self.prompt_tokens(req),
                                   completion_tokens=min(words, req.max_tokens), finish_reason="stop"))
+        return out
+
+    def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:
+        out = []
+        for i, req in enumerate(requests):  # one by one, like a server: each reported as it returns
+            out.extend(self.generate([req]))  # through generate, which tests may wrap
             on_done(i, out[-1])
         return out
