@@ -51,8 +51,9 @@ def backend_identity(spec: dict[str, Any]) -> str:
     return template_identity(model_identity(spec["name"], spec.get("model"), spec.get("revision")), kwargs)
 
 
-# Calls per cache write: one decode batch for transformers (progress survives a kill),
-# large where the engine needs the whole batch at once for throughput.
+# Requests per backend call. Durability no longer depends on it (each call is stored as
+# the backend reports it): large where the engine needs the whole batch for throughput;
+# for vllm a killed chunk is lost, since the engine returns the chunk at once.
 CHUNK_BY_BACKEND = {"transformers": 16, "vllm": 4096, "openai": 512, "scripted": 16}
 
 
