@@ -111,3 +111,17 @@ def test_openai_server_refusing_one_long_request_fails_it_alone(tmp_path):
     finally:
         handler.do_POST = original
         server.close()
+
+
+@pytest.mark.model
+def test_embedded_model_fails_only_the_over_long_request(smollm2_dir, tmp_path):
+    """The real tokenizer and chat template count the prompt; the window is the config's."""
+    spec = {"backend": "transformers", "name": "smollm2-135m", "model": str(smollm2_dir), "threads": 2,
+            "max_model_len": 120}
+    backend = open_backend(spec, tmp_path)
+    short = [ChatRequest(messages=(("user", f"Say {w}."),), max_tokens=4) for w in ("yes", "no")]
+    long = ChatRequest(messages=(("user", "word " * 400),), max_tokens=4)
+    out = backend.generate([short[0], long, short[1]])
+    assert [c.finish_reason != "error" for c in out] == [True, False, True]
+    assert out[1].error.startswith("context_overflow: prompt of") and "window 120" in out[1].error
+    assert backend.inner.prompt_tokens(long) > 400 and backend.overflow == 1

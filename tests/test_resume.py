@@ -72,7 +72,9 @@ def uninterrupted(tmp_path_factory):
 def test_kill_9_then_the_same_command_resumes_without_reissuing_a_finished_call(uninterrupted, tmp_path, point):
     base_dir, base_calls, base_tables = uninterrupted
     assert len(base_calls) == len(set(base_calls)) > 30
-    kill_at = random.Random(1000 + point).randrange(5, len(base_calls) - 5)  # seeded kill point, in calls
+    # a seeded kill point (in calls) in each third of the run: early, middle, late
+    kill_at = max(3, int(len(base_calls) * random.Random(1000 + point).uniform(point / 3, (point + 1) / 3)))
+    kill_at = min(kill_at, len(base_calls) - 3)
     setup(tmp_path)
     proc = subprocess.Popen(command(tmp_path), env=env(tmp_path), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
