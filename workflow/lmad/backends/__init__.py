@@ -11,10 +11,18 @@ from .model_files import model_identity, template_identity
 __all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "make_backend", "open_backend"]
 
 
+# settings of workflow-managed serving (lmad.serve), not of the engine
+SERVE_KEYS = ("serve", "serve_timeout_s", "server_resources", "max_concurrency")
+
+
 def make_backend(spec: dict[str, Any]) -> Backend:
     """Build the backend a model spec names. ``spec`` is a resolved entry of config ``models``."""
     kind = spec["backend"]
-    kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "cache_chunk")}
+    if kind == "vllm" and spec.get("serve"):  # one server per run, the stage jobs as its clients
+        from ..serve import served_backend
+
+        return served_backend(spec, backend_identity(spec))
+    kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "cache_chunk", *SERVE_KEYS)}
     if kind == "transformers":
         from .transformers_backend import TransformersBackend
 
@@ -55,5 +63,6 @@ CHUNK_BY_BACKEND = {"transformers": 16, "vllm": 4096, "openai": 512, "scripted":
 def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size: int | None = None) -> CachedBackend:
     """The backend behind the persistent call cache — what every stage talks to.
     The model itself loads on the first cache miss."""
-    chunk = chunk_size or spec.get("cache_chunk") or CHUNK_BY_BACKEND[spec["backend"]]
+    kind = "openai" if spec.get("serve") else spec["backend"]  # a served model's jobs are clients
+    chunk = chunk_size or spec.get("cache_chunk") or CHUNK_BY_BACKEND[kind]
     return CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk)
