@@ -22,3 +22,11 @@ rule all:
     input:
         all_outputs(),
     default_target: True
+
+
+onsuccess:
+    stop_served_models()
+
+
+onerror:
+    stop_served_models()

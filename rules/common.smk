@@ -118,6 +118,8 @@ def model_spec(name):
     spec = {"name": name, **config["models"][name]}
     if "gguf" in spec:
         spec["model"] = f"resources/models/{name}"
+    if spec.get("serve"):  # the server's own SLURM job is sized like an offline stage job
+        spec["server_resources"] = model_sizing(name, served_as_client=False)
     # job sizing (resources:) is scheduling only: it never reaches the backend or params
     return {k: v for k, v in spec.items() if k not in ("gguf", "resources")}
 
@@ -312,13 +314,16 @@ def debate_final_state(wildcards):
 GPU_JOB_DEFAULTS = {"mem_mb_per_gpu": 32000, "runtime": 720, "cpus_per_gpu": 8}
 
 
-def model_sizing(name):
+def model_sizing(name, served_as_client=True):
     """Resources of one model's stage jobs. A ``vllm`` model asks for
     ``tensor_parallel_size`` GPUs (``resources.gpu`` overrides; 0 for the CPU build of
     vLLM) plus host memory (MB), wall time (minutes) and CPUs per GPU, each overridable
     under ``models.<name>.resources``. Any other backend asks for no GPU and keeps the
-    profile's default resources unless its ``resources:`` entry sets them."""
+    profile's default resources unless its ``resources:`` entry sets them. A served
+    model's stage jobs are light clients (no GPU); its server gets the sizing instead."""
     spec = config["models"][name]
+    if spec.get("serve") and served_as_client:
+        return {"gpu": 0}
     own = dict(spec.get("resources", {}))
     if spec["backend"] != "vllm" and own.get("gpu", 0) != 0:
         raise ValueError(f"config models.{name}.resources.gpu: only vllm models run on GPUs")
@@ -434,3 +439,14 @@ def paper_code(*functions):
         where, _, attr = name.rpartition(".")
         digest.update(inspect.getsource(getattr(importlib.import_module(where), attr)).encode())
     return digest.hexdigest()[:16]
+
+
+# ---- Served models (README "Served mode"): the run's end stops the servers its jobs started.
+
+def stop_served_models():
+    if any(m.get("serve") for m in config["models"].values()):
+        from lmad.serve import stop_all
+
+        stopped = stop_all()
+        if stopped:
+            print(f"stopped the vLLM servers of: {', '.join(stopped)}")

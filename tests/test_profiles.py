@@ -167,6 +167,10 @@ def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
     # generate cot, generate proposals, judge and judge_validation each loaded the (scripted) model once
     assert manifest["model_loads"] == {"scripted": 4}
     assert manifest["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 4}
+    # each model job's statistics, from the backend's counters (not its log text)
+    judge = json.loads((workdir / "logs" / "scripted" / "judge.stats.json").read_text())
+    # (two methods' identical answers make one judge request: computed once, the copy a hit)
+    assert judge["calls"] == judge["hits"] + judge["misses"] and judge["misses"] > 0 and judge["loads"] == 1
 
     # stages whose calls are all cached never load the model, and a config change reruns
     # the manifest: the new one counts no loads under a new config hash
@@ -176,6 +180,8 @@ def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
     again = json.loads((workdir / "results" / "manifest.json").read_text())
     # judge_validation reads only the questions, so it did not rerun: its log is the first run's
     assert again["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 1}
+    rejudged = json.loads((workdir / "logs" / "scripted" / "judge.stats.json").read_text())
+    assert rejudged == {**judge, "hits": judge["calls"], "misses": 0, "loads": 0}
     assert again["config_sha256"] != manifest["config_sha256"]
 
 

