@@ -129,3 +129,18 @@ def test_seeded_sampling_over_several_prefill_steps(backend):
     assert all(c.prompt_tokens > 500 for c in out)
     assert sum(c.prompt_tokens for c in out) > 4096
     assert [c.text for c in backend.generate(reqs[3:5])] == [c.text for c in out[3:5]]
+
+
+@_apply(needs_engine)
+def test_an_over_long_request_fails_alone(backend, tmp_path):
+    """The engine's tokenizer and chat template count the prompt before the call (window 2048)."""
+    from lmad.backends.cache import CachedBackend
+
+    cached = CachedBackend(lambda: backend, backend.model_id, tmp_path, context_window=backend.context_window)
+    short = ChatRequest(messages=Q, max_tokens=4)
+    long = ChatRequest(messages=(("user", "word " * 3000),), max_tokens=4)
+    assert backend.context_window == 2048
+    assert 10 < backend.prompt_tokens(short) < 60 and backend.prompt_tokens(long) > 2048
+    out = cached.generate([short, long, short])
+    assert [c.finish_reason != "error" for c in out] == [True, False, True]
+    assert out[1].error.startswith("context_overflow") and out[0].text == out[2].text

@@ -138,6 +138,8 @@ class VLLMBackend(Backend):
         except Exception as exc:  # pragma: no cover - a tokenizer without a chat template: the engine judges
             log.debug("vLLM prompt length unknown (%s)", exc)
             return None
+        if hasattr(ids, "keys"):  # transformers 5 returns a BatchEncoding (a dict of 2 keys), not the ids
+            ids = ids["input_ids"]
         return len(ids)
 
     def sampling_params(self, req: ChatRequest):
