@@ -5,13 +5,13 @@ localrules:
 
 rule analyze:
     input:
-        judgments=analysis_judgments,
-        predictions=analysis_predictions,
+        judgments=backbone_judgments,
+        predictions=backbone_predictions,
         validation=judge_validation_file(),
     output:
-        accuracy="results/{backbone}/analysis/accuracy.parquet",
-        table_csv="results/{backbone}/analysis/table.csv",
-        table_md="results/{backbone}/analysis/table.md",
+        accuracy=layout.analysis("{backbone}", "accuracy.parquet"),
+        table_csv=layout.analysis("{backbone}", "table.csv"),
+        table_md=layout.analysis("{backbone}", "table.md"),
     log:
         "logs/{backbone}/analyze.log",
     params:
@@ -29,15 +29,15 @@ rule analyze:
 
 rule plot_accuracy:
     input:
-        accuracy="results/{backbone}/analysis/accuracy.parquet",
+        accuracy=layout.analysis("{backbone}", "accuracy.parquet"),
         validation=judge_validation_file(),
     output:
         png=report(
-            "results/{backbone}/analysis/accuracy.png",
+            layout.analysis("{backbone}", "accuracy.png"),
             caption="../config/report/accuracy.rst",
             category="Accuracy",
         ),
-        pdf="results/{backbone}/analysis/accuracy.pdf",
+        pdf=layout.analysis("{backbone}", "accuracy.pdf"),
     log:
         "logs/{backbone}/plot_accuracy.log",
     params:

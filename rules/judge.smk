@@ -4,12 +4,12 @@
 
 rule judge:
     input:
-        questions=expand("results/data/{dataset}.parquet", dataset=config["datasets"]),
-        predictions=judge_inputs,
+        questions=paper_questions(),
+        predictions=backbone_predictions,
         prompt=config["prompts"]["judge"],
         weights=model_files(config["judge"]["model"]),
     output:
-        judgments=expand("results/{{backbone}}/{dataset}/judgments.parquet", dataset=config["datasets"]),
+        judgments=[layout.judgments("{backbone}", d) for d in DATASETS],
     log:
         "logs/{backbone}/judge.log",
     benchmark:
@@ -31,7 +31,7 @@ rule judge:
 # the run's questions, judged with the judge rule's exact prompt, model and decoding.
 rule judge_validation:
     input:
-        questions=expand("results/data/{dataset}.parquet", dataset=config["datasets"]),
+        questions=paper_questions(),
         prompt=config["prompts"]["judge"],
         weights=model_files(config["judge"]["model"]),
     output:

@@ -27,9 +27,9 @@ rule paper_table1:
         validation=judge_validation_file(),
         judgments=paper_judgments(),
     output:
-        csv="results/paper/table1.csv",
-        md=report("results/paper/table1.md", caption="../config/report/paper_table1.rst", category="Paper"),
-        tex="results/paper/table1.tex",
+        csv=layout.paper("table1.csv"),
+        md=paper_report("table1.md", "table1"),
+        tex=layout.paper("table1.tex"),
     log:
         "logs/paper/table1.log",
     params:
@@ -62,10 +62,10 @@ rule paper_table2:
         traces=paper_traces(["lmad"]),
         questions=paper_questions(),
     output:
-        csv="results/paper/table2.csv",
-        md=report("results/paper/table2.md", caption="../config/report/paper_table2.rst", category="Paper"),
-        tex="results/paper/table2.tex",
-        checks_csv="results/paper/table2_checks.csv",
+        csv=layout.paper("table2.csv"),
+        md=paper_report("table2.md", "table2"),
+        tex=layout.paper("table2.tex"),
+        checks_csv=layout.paper("table2_checks.csv"),
     log:
         "logs/paper/table2.log",
     params:
@@ -91,8 +91,8 @@ rule paper_cost:
         predictions=paper_predictions(),
         traces=paper_traces(),
     output:
-        csv="results/paper/cost.csv",
-        md=report("results/paper/cost.md", caption="../config/report/paper_cost.rst", category="Paper"),
+        csv=layout.paper("cost.csv"),
+        md=paper_report("cost.md", "cost"),
     log:
         "logs/paper/cost.log",
     params:
@@ -114,8 +114,8 @@ rule paper_headroom:
         judgments=paper_judgments(),
         rounds0=paper_rounds0(),
     output:
-        csv="results/paper/headroom.csv",
-        md=report("results/paper/headroom.md", caption="../config/report/paper_headroom.rst", category="Paper"),
+        csv=layout.paper("headroom.csv"),
+        md=paper_report("headroom.md", "headroom"),
     log:
         "logs/paper/headroom.log",
     params:
@@ -140,8 +140,8 @@ rule paper_fig_accuracy:
         validation=judge_validation_file(),
         judgments=paper_judgments(),
     output:
-        png=report("results/paper/accuracy.png", caption="../config/report/paper_accuracy.rst", category="Paper"),
-        pdf="results/paper/accuracy.pdf",
+        png=paper_report("accuracy.png", "accuracy"),
+        pdf=layout.paper("accuracy.pdf"),
     log:
         "logs/paper/fig_accuracy.log",
     params:
@@ -164,8 +164,8 @@ rule paper_fig_pareto:
         judgments=paper_judgments(),
         predictions=paper_predictions(),
     output:
-        png=report("results/paper/pareto.png", caption="../config/report/paper_pareto.rst", category="Paper"),
-        pdf="results/paper/pareto.pdf",
+        png=paper_report("pareto.png", "pareto"),
+        pdf=layout.paper("pareto.pdf"),
     log:
         "logs/paper/fig_pareto.log",
     params:
@@ -187,8 +187,8 @@ rule paper_fig_rounds:
         questions=paper_questions(),
         rounds=paper_rounds,
     output:
-        png=report("results/paper/rounds.png", caption="../config/report/paper_rounds.rst", category="Paper"),
-        pdf="results/paper/rounds.pdf",
+        png=paper_report("rounds.png", "rounds"),
+        pdf=layout.paper("rounds.pdf"),
     log:
         "logs/paper/fig_rounds.log",
     params:
@@ -210,8 +210,8 @@ rule paper_fig_trace:
         judgments=paper_judgments(),
         questions=paper_questions(),
     output:
-        png=report("results/paper/lmad_trace.png", caption="../config/report/paper_trace.rst", category="Paper"),
-        pdf="results/paper/lmad_trace.pdf",
+        png=paper_report("lmad_trace.png", "trace"),
+        pdf=layout.paper("lmad_trace.pdf"),
     log:
         "logs/paper/fig_trace.log",
     params:
@@ -235,8 +235,7 @@ rule paper_viewer:
         traces=paper_traces(),
         rounds=paper_rounds,
     output:
-        html=report("results/paper/viewer/{backbone}.html", caption="../config/report/paper_viewer.rst",
-                    category="Paper"),
+        html=paper_report("viewer/{backbone}.html", "viewer"),
     log:
         "logs/paper/viewer_{backbone}.log",
     params:
@@ -258,8 +257,8 @@ rule paper_dynamics:
         questions=paper_questions(),
         rounds=paper_rounds,
     output:
-        csv="results/paper/dynamics.csv",
-        md=report("results/paper/dynamics.md", caption="../config/report/paper_dynamics.rst", category="Paper"),
+        csv=layout.paper("dynamics.csv"),
+        md=paper_report("dynamics.md", "dynamics"),
     log:
         "logs/paper/dynamics.log",
     params:

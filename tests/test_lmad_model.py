@@ -1,6 +1,5 @@
 """LMAD with the real embedded model (SmolLM2-135M-Instruct on CPU): 2 questions, L = 2.
 Whatever the tiny model writes, every policy finishes and records why each question stopped."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 import pytest
 

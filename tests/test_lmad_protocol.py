@@ -1,6 +1,6 @@
 """LMAD end to end through its stage functions (the bodies of rules/lmad.smk) on tmp_path
 tables, with scripted agents: the paper's Appendix B traces and every stop reason."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
+import pathlib
 
 import json
 import re

@@ -1,6 +1,5 @@
 """LMAD through real Snakemake with the test double: the three policies run to the end,
 iteration 0 reuses the proposals, and a localizer prompt edit reruns only what it must."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 import time
 

