@@ -40,7 +40,7 @@ rule paper_table1:
             "lmad.paper.tables.table1_block",
             "lmad.paper.tables.table1_markdown",
             "lmad.paper.tables.table1_latex",
-            "lmad.paper.tables.fmt",
+            "lmad.display.fmt",
         ),
         backbones=config["backbones"],
         datasets=list(config["datasets"]),

@@ -1,6 +1,7 @@
 import json
 import logging
 import re
+import sys
 import types
 from pathlib import Path
 

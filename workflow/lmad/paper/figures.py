@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import math
-import re
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from .. import layout
+from ..atomic import save_figure
 from ..answers import exact_match, majority_vote
 from ..stats import wilson_interval
 from . import label
@@ -27,10 +26,8 @@ def _plt():
 
 
 def save(fig, png: str, pdf: str, title: str) -> None:
-    for path in (png, pdf):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=150, metadata={"Title": title, "Software": None})
-    fig.savefig(pdf, metadata={"Title": title, "Creator": None, "Producer": None, "CreationDate": None})
+    save_figure(fig, png, dpi=150, metadata={"Title": title, "Software": None})
+    save_figure(fig, pdf, metadata={"Title": title, "Creator": None, "Producer": None, "CreationDate": None})
     _plt().close(fig)
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from pathlib import Path
 
 from .. import layout
+from ..atomic import write_text
 from ..schemas import read_table
 from .figures import group_rounds
 
@@ -110,7 +110,4 @@ def write(questions: list[str], judgments: list[str], traces: list[str], rounds:
     backbone = layout.parse(judgments[0]).backbone if judgments else ""
     note = f"{head.warning} {head.validation}".strip() if head else ""
     text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, traces, rounds), note)
-    Path(html).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(html).with_name(f".{Path(html).name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(html)
+    write_text(html, text)

@@ -3,11 +3,11 @@ judge's known-answer validation (``lmad.judge_battery``) with exactly the same r
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import polars as pl
 
 from .. import layout
+from ..atomic import write_text
 from ..answers import score, scoring_rules
 from ..backends import ChatRequest, open_backend
 from ..headline import validation_line
@@ -124,5 +124,5 @@ def judge_validation(questions: list[str], prompt: str, battery: str, validation
              "| Kind | Should be | Items | Judged correct | Unscored |", "|---|---|---|---|---|"]
     lines += [f"| {r['kind']} | {'correct' if r['expected'] else 'incorrect'} | {r['n']} | {r['said_correct']} | "
               f"{r['unscored']} |" for r in by_kind.to_dicts()]
-    Path(report).write_text("\n".join(lines) + "\n")
+    write_text(report, "\n".join(lines) + "\n")
     log.info("%s; %s", validation_line(summary), backend.stats() if backend else "no items")

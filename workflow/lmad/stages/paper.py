@@ -7,16 +7,16 @@ so that editing one figure's or table's code reruns only its rule; the functions
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from .. import layout
+from ..atomic import write_csv, write_text
 from ..paper import headroom as hr
 from ..paper import label
-from ..paper.tables import (AVG, fmt, latex, markdown, table1_block, table1_frame_rows, table1_latex,
-                            table1_markdown, table2_block)
+from ..display import fmt, markdown
+from ..paper.tables import AVG, latex, table1_block, table1_frame_rows, table1_latex, table1_markdown, table2_block
 from ..headline import Headline, headline, score_expr
 from ..answers import normalize_answer
 from ..protocols.lmad.commit_guard import CHECKS as CHECK_ORDER
@@ -39,20 +39,12 @@ def load_judgments(paths: list[str]) -> pl.DataFrame:
     return load("judgments", paths)
 
 
-def _write(path: str, text: str) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+_write = write_text
 
 
 def _write_csv(path: str, rows: list[dict], columns: list[str] | None = None) -> None:
     """``columns`` keeps the header of an empty table."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-    frame = pl.DataFrame(rows) if rows or not columns else pl.DataFrame({c: [] for c in columns})
-    frame.write_csv(tmp)
-    tmp.replace(path)
+    write_csv(path, pl.DataFrame(rows) if rows or not columns else pl.DataFrame({c: [] for c in columns}))
 
 
 def read_headline(validation: str, metric: str) -> Headline:
@@ -276,8 +268,8 @@ def cost_table(predictions: list[str], csv: str, md: str, backbones: list[str], 
             tail = extra.get("last_iteration_aux_calls_per_q")
             trunc = ", ".join(f"{r} {fmt(extra[f'truncated_{r}'])}" for r in ROLES
                               if extra.get(f"truncated_{r}") is not None)
-            rows.append([b, label(m), f"{vals['calls']:.2f}", f"{vals['prompt_tokens']:.1f}",
-                         f"{vals['completion_tokens']:.1f}", "–" if tail is None else f"{tail:.2f}",
+            rows.append([b, label(m), fmt(vals["calls"]), fmt(vals["prompt_tokens"], digits=1),
+                         fmt(vals["completion_tokens"], digits=1), fmt(tail),
                          trunc or "–"])
     _write_csv(csv, flat)
     _write(md, markdown(["Backbone", "Method", "Calls / q", "Prompt tokens / q", "Generated tokens / q",
