@@ -29,14 +29,15 @@ from ..answers import normalize_answer
 from ..backends import open_backend
 from ..prompts import load_prompt
 from ..protocols.lmad import controller, nodes as node_lib
-from ..protocols.lmad.batch import call_columns, run_batch
+from ..cost import call_columns
+from ..protocols.lmad.batch import run_batch
 from ..protocols.lmad.commit_guard import commit_guard
 from ..registry import method as registered_method
 from ..protocols.lmad.local_debate import run_debate
 from ..protocols.lmad.localize import localization_request, localization_row, parse_localization
 from ..protocols.lmad.relation_check import parse_verdict, relation_request
 from ..protocols.lmad.resolve import parse_repair, resolution_request
-from ..protocols.lmad.trace import build_trace, prediction_rows
+from ..protocols.lmad.trace import build_trace, lmad_prediction_rows
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
 from .units import check_aligned, split_rows
@@ -344,6 +345,6 @@ def predict(questions: str, final_state: str, samples: list[str], chains: list[s
     ]
     rows = build_trace(qs, method, per_iteration)
     write_table("lmad_trace", rows, trace, provenance)
-    write_table("predictions", prediction_rows(qs, method, _table("lmad_state", final_state), rows),
+    write_table("predictions", lmad_prediction_rows(qs, method, _table("lmad_state", final_state), rows),
                 predictions, provenance)
     log.info("%s: %d predictions over %d iterations", method, len(qs), len(per_iteration))
