@@ -16,10 +16,8 @@ rule analyze:
         "logs/{backbone}/analyze.log",
     params:
         backbone=lambda w: w.backbone,
-        methods=config["methods"],
-        datasets=list(config["datasets"]),
+        **run_scope("methods", "datasets", "metric"),
         bootstrap_resamples=config["analysis"]["bootstrap_resamples"],
-        metric=config["analysis"]["metric"],
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
@@ -41,9 +39,7 @@ rule plot_accuracy:
     log:
         "logs/{backbone}/plot_accuracy.log",
     params:
-        methods=config["methods"],
-        datasets=list(config["datasets"]),
-        metric=config["analysis"]["metric"],
+        **run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
     script:

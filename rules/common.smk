@@ -361,3 +361,11 @@ def paper_code(*functions):
 def paper_report(name, caption):
     """A paper output shown in the Snakemake report, with its caption config/report/paper_{caption}.rst."""
     return report(layout.paper(name), caption=f"../config/report/paper_{caption}.rst", category="Paper")
+
+
+def run_scope(*keys):
+    """Params that name the run's scope, for stage functions that take them: ``metric`` (the
+    headline), ``backbones``, ``datasets``, ``methods`` (config order)."""
+    scope = {"metric": config["analysis"]["metric"], "backbones": BACKBONES, "datasets": DATASETS,
+             "methods": config["methods"]}
+    return {key: scope[key] for key in keys}

@@ -33,7 +33,7 @@ rule paper_table1:
     log:
         "logs/paper/table1.log",
     params:
-        metric=config["analysis"]["metric"],
+        **run_scope("metric", "backbones", "datasets"),
         code=paper_code(
             "lmad.headline.headline",
             "lmad.stages.paper.table1",
@@ -42,8 +42,6 @@ rule paper_table1:
             "lmad.paper.tables.table1_latex",
             "lmad.display.fmt",
         ),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
         columns=paper_columns(),
         baselines=paper_setting("baselines"),
         target="lmad",
@@ -69,7 +67,7 @@ rule paper_table2:
     log:
         "logs/paper/table2.log",
     params:
-        metric=config["analysis"]["metric"],
+        **run_scope("metric", "backbones", "datasets"),
         code=paper_code(
             "lmad.headline.headline",
             "lmad.stages.paper.table2",
@@ -78,8 +76,6 @@ rule paper_table2:
             "lmad.stages.paper._contains_gold",
             "lmad.paper.tables.table2_block",
         ),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -97,9 +93,7 @@ rule paper_cost:
         "logs/paper/cost.log",
     params:
         code=paper_code("lmad.stages.paper.cost_table", "lmad.stages.paper.lmad_call_summary"),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
-        methods=config["methods"],
+        **run_scope("backbones", "datasets", "methods"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -119,7 +113,7 @@ rule paper_headroom:
     log:
         "logs/paper/headroom.log",
     params:
-        metric=config["analysis"]["metric"],
+        **run_scope("metric", "backbones", "methods"),
         code=paper_code(
             "lmad.headline.headline",
             "lmad.stages.paper.headroom_table",
@@ -127,8 +121,6 @@ rule paper_headroom:
             "lmad.paper.headroom.question_flags",
             "lmad.paper.headroom.summarize",
         ),
-        backbones=config["backbones"],
-        methods=config["methods"],
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -145,13 +137,10 @@ rule paper_fig_accuracy:
     log:
         "logs/paper/fig_accuracy.log",
     params:
-        metric=config["analysis"]["metric"],
+        **run_scope("metric", "backbones", "datasets", "methods"),
         code=paper_code(
             "lmad.headline.headline",
             "lmad.stages.paper.fig_accuracy", "lmad.paper.figures.accuracy"),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
-        methods=config["methods"],
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -169,13 +158,10 @@ rule paper_fig_pareto:
     log:
         "logs/paper/fig_pareto.log",
     params:
-        metric=config["analysis"]["metric"],
+        **run_scope("metric", "backbones", "datasets", "methods"),
         code=paper_code(
             "lmad.headline.headline",
             "lmad.stages.paper.fig_pareto", "lmad.paper.figures.pareto"),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
-        methods=config["methods"],
     conda:
         "../envs/pipeline.yaml"
     script:
