@@ -4,12 +4,12 @@ import re
 from snakemake.utils import validate
 
 from lmad import layout
+from lmad.layout import shard_name, shard_names
 from lmad.config_checks import check_config
 from lmad.job_resources import model_sizing
 from lmad.protocols.debate import setting_of
 from lmad.registry import METHODS, TABLE2_METHODS, names
 from lmad.smk import code_hash
-from lmad.stages.shards import shard_name, shard_names
 
 
 # Input functions, wildcard constraints and config checks. Where a table lives is

@@ -66,3 +66,13 @@ def test_registry():
     assert [m.label for m in METHODS.values()] == [
         "CoT", "SC", "LMAD", "Concrete", "Always", "MAD", "Cons.", "PromptMAD", "TrueMAD", "ComputeMAD",
         "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD"]
+
+
+def test_a_misaligned_unit_list_fails():
+    from lmad.stages.units import check_unit_paths
+
+    units = [("hotpotqa", "lmad"), ("hotpotqa", "lmad-always")]
+    good = [layout.lmad_table("b", "hotpotqa.shard1", m, 0, "state") for _, m in units]
+    check_unit_paths("lmad", units, state=good, questions=[layout.questions("hotpotqa.shard1")] * 2)
+    with pytest.raises(ValueError, match="is not of unit"):
+        check_unit_paths("lmad", units, state=good[::-1])

@@ -20,7 +20,7 @@ dataset or method a table belongs to ask it, instead of counting path segments.
     results/manifest.json
 
 A dataset here is a work dataset: a configured dataset or one of its shards
-(``{dataset}.shard{s}``, lmad.stages.shards).
+(``{dataset}.shard{s}``, rules/shards.smk).
 """
 from __future__ import annotations
 
@@ -28,6 +28,22 @@ import re
 from dataclasses import dataclass
 
 ROOT = "results"
+_SHARD = re.compile(r"\.shard\d+$")
+
+
+def shard_name(dataset: str, shard) -> str:
+    """Shard ``shard`` of a dataset (an index, or a "{shard}" wildcard in a rule pattern)."""
+    return f"{dataset}.shard{shard}"
+
+
+def shard_names(dataset: str, shards: int) -> list[str]:
+    """The question sets a dataset runs as: itself, or its N shards."""
+    return [dataset] if shards == 1 else [shard_name(dataset, s) for s in range(shards)]
+
+
+def configured_dataset(work_dataset: str) -> str:
+    """The configured dataset a work dataset (itself or one of its shards) belongs to."""
+    return _SHARD.sub("", work_dataset)
 
 
 def questions(dataset: str, backbone: str | None = None) -> str:
@@ -85,6 +101,11 @@ def paper(name: str) -> str:
 
 
 MANIFEST = f"{ROOT}/manifest.json"
+
+
+def in_results(path) -> bool:
+    """Whether a path lies in a results tree (the rules' paths do; a test's own files may not)."""
+    return f"/{ROOT}/" in "/" + str(path).replace("\\", "/")
 
 
 @dataclass(frozen=True)

@@ -28,19 +28,19 @@ from collections import Counter, defaultdict
 from ..answers import normalize_answer
 from ..backends import open_backend
 from ..prompts import load_prompt
-from ..protocols.lmad import controller, nodes as node_lib
 from ..cost import call_columns
+from ..protocols.lmad import controller, nodes as node_lib
 from ..protocols.lmad.batch import run_batch
 from ..protocols.lmad.commit_guard import commit_guard
-from ..registry import method as registered_method
 from ..protocols.lmad.local_debate import run_debate
 from ..protocols.lmad.localize import localization_request, localization_row, parse_localization
 from ..protocols.lmad.relation_check import parse_verdict, relation_request
 from ..protocols.lmad.resolve import parse_repair, resolution_request
 from ..protocols.lmad.trace import build_trace, lmad_prediction_rows
+from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
-from .units import check_aligned, split_rows
+from .units import check_aligned, check_unit_paths, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ class _Units:
     def __init__(self, units: list, questions: list[str], **aligned: list[str] | None):
         self.names = [tuple(u) for u in units]
         check_aligned("lmad", len(self.names), questions=questions, **aligned)
+        check_unit_paths("lmad", self.names, questions=questions, **aligned)
         loaded: dict[str, dict] = {}
         for path in questions:
             if path not in loaded:
@@ -204,7 +205,7 @@ def localize(questions: list[str], chains: list[str], prompt: str, localizations
              len(out), len(us), fell, _stats(backend))
 
 
-def debate(questions: list[str], localizations: list[str], prompt: str, positions: list[str], units: list,
+def local_debate(questions: list[str], localizations: list[str], prompt: str, positions: list[str], units: list,
            model: dict, cache_dir: str, iteration: int, rounds: int, temperatures: list[float], seed: int,
            max_tokens: int, provenance: dict, state: list[str] | None = None) -> None:
     """R local rounds over the segments ending at the witnesses."""

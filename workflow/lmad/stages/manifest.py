@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..atomic import write_text
-from .shards import shard_names
+from ..layout import shard_names
 
 log = logging.getLogger(__name__)
 
