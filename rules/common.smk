@@ -173,6 +173,11 @@ def backbone_predictions(wildcards):
     return [p for d in DATASETS for p in predictions_of(wildcards.backbone, d)]
 
 
+def configured_questions(wildcards=None):
+    """The questions of every configured dataset (merged, whatever the shards)."""
+    return [layout.questions(d) for d in DATASETS]
+
+
 def backbone_judgments(wildcards):
     return [layout.judgments(wildcards.backbone, d) for d in DATASETS]
 
@@ -311,10 +316,6 @@ def paper_predictions(wildcards=None):
     return [p for b in BACKBONES for d in DATASETS for p in predictions_of(b, d)]
 
 
-def paper_questions(wildcards=None):
-    return [layout.questions(d) for d in DATASETS]
-
-
 def paper_proposals(wildcards=None):
     return [layout.samples(b, d, "proposals") for b in BACKBONES for d in DATASETS]
 
@@ -351,11 +352,6 @@ def paper_outputs():
     if "lmad" in config["methods"]:
         out.append(layout.paper("lmad_trace.png"))
     return out + [layout.paper(f"viewer/{b}.html") for b in BACKBONES]
-
-
-def paper_code(*functions):
-    """A paper rule's ``code`` param: a hash of the functions that make its artifact (lmad.smk.code_hash)."""
-    return code_hash(*functions)
 
 
 def paper_report(name, caption):

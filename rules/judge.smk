@@ -4,7 +4,7 @@
 
 rule judge:
     input:
-        questions=paper_questions(),
+        questions=configured_questions(),
         predictions=backbone_predictions,
         prompt=config["prompts"]["judge"],
         weights=model_files(config["judge"]["model"]),
@@ -31,7 +31,7 @@ rule judge:
 # the run's questions, judged with the judge rule's exact prompt, model and decoding.
 rule judge_validation:
     input:
-        questions=paper_questions(),
+        questions=configured_questions(),
         prompt=config["prompts"]["judge"],
         weights=model_files(config["judge"]["model"]),
     output:

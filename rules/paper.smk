@@ -34,7 +34,7 @@ rule paper_table1:
         "logs/paper/table1.log",
     params:
         **run_scope("metric", "backbones", "datasets"),
-        code=paper_code(
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.table1",
             "lmad.paper.tables.table1_block",
@@ -58,7 +58,7 @@ rule paper_table2:
         validation=judge_validation_file(),
         judgments=paper_judgments(),
         traces=paper_traces(["lmad"]),
-        questions=paper_questions(),
+        questions=configured_questions(),
     output:
         csv=layout.paper("table2.csv"),
         md=paper_report("table2.md", "table2"),
@@ -68,7 +68,7 @@ rule paper_table2:
         "logs/paper/table2.log",
     params:
         **run_scope("metric", "backbones", "datasets"),
-        code=paper_code(
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.table2",
             "lmad.stages.paper.gate_activated",
@@ -92,7 +92,7 @@ rule paper_cost:
     log:
         "logs/paper/cost.log",
     params:
-        code=paper_code("lmad.stages.paper.cost_table", "lmad.stages.paper.lmad_call_summary"),
+        code=code_hash("lmad.stages.paper.cost_table", "lmad.stages.paper.lmad_call_summary"),
         **run_scope("backbones", "datasets", "methods"),
     conda:
         "../envs/pipeline.yaml"
@@ -103,7 +103,7 @@ rule paper_cost:
 rule paper_headroom:
     input:
         validation=judge_validation_file(),
-        questions=paper_questions(),
+        questions=configured_questions(),
         proposals=paper_proposals(),
         judgments=paper_judgments(),
         rounds0=paper_rounds0(),
@@ -114,7 +114,7 @@ rule paper_headroom:
         "logs/paper/headroom.log",
     params:
         **run_scope("metric", "backbones", "methods"),
-        code=paper_code(
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.headroom_table",
             "lmad.stages.paper.headroom_frame",
@@ -138,7 +138,7 @@ rule paper_fig_accuracy:
         "logs/paper/fig_accuracy.log",
     params:
         **run_scope("metric", "backbones", "datasets", "methods"),
-        code=paper_code(
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.fig_accuracy", "lmad.paper.figures.accuracy"),
     conda:
@@ -159,7 +159,7 @@ rule paper_fig_pareto:
         "logs/paper/fig_pareto.log",
     params:
         **run_scope("metric", "backbones", "datasets", "methods"),
-        code=paper_code(
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.fig_pareto", "lmad.paper.figures.pareto"),
     conda:
@@ -170,7 +170,7 @@ rule paper_fig_pareto:
 
 rule paper_fig_rounds:
     input:
-        questions=paper_questions(),
+        questions=configured_questions(),
         rounds=paper_rounds,
     output:
         png=paper_report("rounds.png", "rounds"),
@@ -178,7 +178,7 @@ rule paper_fig_rounds:
     log:
         "logs/paper/fig_rounds.log",
     params:
-        code=paper_code(
+        code=code_hash(
             "lmad.stages.paper.fig_rounds",
             "lmad.paper.figures.rounds",
             "lmad.paper.dynamics.dynamics",
@@ -194,14 +194,14 @@ rule paper_fig_trace:
     input:
         traces=paper_traces(["lmad"]),
         judgments=paper_judgments(),
-        questions=paper_questions(),
+        questions=configured_questions(),
     output:
         png=paper_report("lmad_trace.png", "trace"),
         pdf=layout.paper("lmad_trace.pdf"),
     log:
         "logs/paper/fig_trace.log",
     params:
-        code=paper_code(
+        code=code_hash(
             "lmad.stages.paper.fig_trace",
             "lmad.paper.figures.lmad_trace",
             "lmad.paper.figures.select_trace_questions",
@@ -216,7 +216,7 @@ rule paper_fig_trace:
 rule paper_viewer:
     input:
         validation=judge_validation_file(),
-        questions=paper_questions(),
+        questions=configured_questions(),
         judgments=paper_judgments,
         traces=paper_traces(),
         rounds=paper_rounds,
@@ -226,7 +226,7 @@ rule paper_viewer:
         "logs/paper/viewer_{backbone}.log",
     params:
         metric=config["analysis"]["metric"],
-        code=paper_code(
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.viewer",
             "lmad.paper.viewer.collect",
@@ -240,7 +240,7 @@ rule paper_viewer:
 
 rule paper_dynamics:
     input:
-        questions=paper_questions(),
+        questions=configured_questions(),
         rounds=paper_rounds,
     output:
         csv=layout.paper("dynamics.csv"),
@@ -248,7 +248,7 @@ rule paper_dynamics:
     log:
         "logs/paper/dynamics.log",
     params:
-        code=paper_code(
+        code=code_hash(
             "lmad.stages.paper.dynamics_table",
             "lmad.paper.dynamics.dynamics",
             "lmad.paper.dynamics.correctness_by_round",

@@ -98,7 +98,7 @@ class Run:
                            guard_last_iteration=self.guard_last_iteration, **common)
             stages.localize(chains=p("extract"), prompt=str(PROMPTS / "localizer.txt"),
                             localizations=p("localize"), iteration=k, max_tokens=128, **state, **common)
-            stages.local_debate(localizations=p("localize"), prompt=str(PROMPTS / "debater.txt"), positions=p("debate"),
+            stages.debate(localizations=p("localize"), prompt=str(PROMPTS / "debater.txt"), positions=p("debate"),
                           iteration=k, rounds=self.rounds, temperatures=TEMPERATURES, seed=0, max_tokens=128,
                           **state, **common)
             stages.resolve(localizations=p("localize"), positions=p("debate"), prompt=str(PROMPTS / "resolver.txt"),

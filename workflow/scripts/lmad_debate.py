@@ -1,4 +1,4 @@
 from lmad.smk import run_rule
-from lmad.stages.lmad import local_debate
+from lmad.stages.lmad import debate
 
-run_rule(snakemake, local_debate)  # noqa: F821 (snakemake is injected by the script directive)
+run_rule(snakemake, debate)  # noqa: F821 (snakemake is injected by the script directive)

@@ -205,7 +205,7 @@ def localize(questions: list[str], chains: list[str], prompt: str, localizations
              len(out), len(us), fell, _stats(backend))
 
 
-def local_debate(questions: list[str], localizations: list[str], prompt: str, positions: list[str], units: list,
+def debate(questions: list[str], localizations: list[str], prompt: str, positions: list[str], units: list,
            model: dict, cache_dir: str, iteration: int, rounds: int, temperatures: list[float], seed: int,
            max_tokens: int, provenance: dict, state: list[str] | None = None) -> None:
     """R local rounds over the segments ending at the witnesses."""
