@@ -5,21 +5,19 @@ localrules:
 
 rule analyze:
     input:
-        judgments=analysis_judgments,
-        predictions=analysis_predictions,
+        judgments=backbone_judgments,
+        predictions=backbone_predictions,
         validation=judge_validation_file(),
     output:
-        accuracy="results/{backbone}/analysis/accuracy.parquet",
-        table_csv="results/{backbone}/analysis/table.csv",
-        table_md="results/{backbone}/analysis/table.md",
+        accuracy=layout.analysis("{backbone}", "accuracy.parquet"),
+        table_csv=layout.analysis("{backbone}", "table.csv"),
+        table_md=layout.analysis("{backbone}", "table.md"),
     log:
         "logs/{backbone}/analyze.log",
     params:
         backbone=lambda w: w.backbone,
-        methods=config["methods"],
-        datasets=list(config["datasets"]),
+        **run_scope("methods", "datasets", "metric"),
         bootstrap_resamples=config["analysis"]["bootstrap_resamples"],
-        metric=config["analysis"]["metric"],
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
@@ -29,21 +27,19 @@ rule analyze:
 
 rule plot_accuracy:
     input:
-        accuracy="results/{backbone}/analysis/accuracy.parquet",
+        accuracy=layout.analysis("{backbone}", "accuracy.parquet"),
         validation=judge_validation_file(),
     output:
         png=report(
-            "results/{backbone}/analysis/accuracy.png",
+            layout.analysis("{backbone}", "accuracy.png"),
             caption="../config/report/accuracy.rst",
             category="Accuracy",
         ),
-        pdf="results/{backbone}/analysis/accuracy.pdf",
+        pdf=layout.analysis("{backbone}", "accuracy.pdf"),
     log:
         "logs/{backbone}/plot_accuracy.log",
     params:
-        methods=config["methods"],
-        datasets=list(config["datasets"]),
-        metric=config["analysis"]["metric"],
+        **run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -3,15 +3,31 @@ import re
 
 from snakemake.utils import validate
 
+from lmad import layout
+from lmad.layout import shard_name, shard_names
+from lmad.config_checks import check_config
 from lmad.data.loaders import resolve_path
+from lmad.job_resources import model_sizing
+from lmad.protocols.debate import setting_of
+from lmad.registry import METHODS, TABLE2_METHODS, names
 from lmad.runlock import guard_workflow
-from lmad.protocols.debate import PROTOCOLS as DEBATE_PROTOCOLS, setting_of
-from lmad.stages.shards import shard_name, shard_names
+from lmad.smk import code_hash
 
+
+# Input functions, wildcard constraints and config checks. Where a table lives is
+# lmad.layout's; what a method is, lmad.registry's; these functions only pick the tables
+# of a job.
 
 validate(config, schema="../config/schema/config.schema.yaml")
 # locks left by a killed run of this directory are removed, a live run's never (README "Resume after a kill")
 guard_workflow(workflow)
+check_config(config, allow_test_double=os.environ.get("LMAD_ALLOW_TEST_DOUBLE") == "1")
+
+DATASETS = list(config["datasets"])
+BACKBONES = config["backbones"]
+JUDGE = config["judge"]["model"]
+LMAD_METHODS = names("lmad", config["methods"])
+DEBATE_METHODS = [m for m in config["methods"] if METHODS[m].family == "debate"]  # config order
 
 
 # Sharding (rules/shards.smk): with `shards: N` > 1 every question-level rule runs on the
@@ -19,11 +35,24 @@ guard_workflow(workflow)
 # alone see the configured datasets (rule-level constraint DATASET_NAMES), and the judge
 # reads the merged tables of every configured dataset.
 SHARDS = config["shards"]
-DATASET_NAMES = "|".join(re.escape(d) for d in config["datasets"])
-WORK_DATASETS = [w for d in config["datasets"] for w in shard_names(d, SHARDS)]
+DATASET_NAMES = "|".join(re.escape(d) for d in DATASETS)
+WORK_DATASETS = [w for d in DATASETS for w in shard_names(d, SHARDS)]
 
 
-# Model stages over questions run one job per backbone (and shard s: the work datasets
+wildcard_constraints:
+    dataset="|".join(re.escape(w) for w in WORK_DATASETS),
+    shard=r"\d+",
+    backbone="|".join(BACKBONES),
+    stage="cot|proposals",
+    # one wildcard per method family, so each family's predict rule matches its own methods only
+    method="|".join(names("single")),
+    lmad_method="|".join(names("lmad")),
+    debate_method="|".join(names("debate")),
+    iteration=r"\d+",
+    debate_round=r"\d+",
+
+
+# ---- Question-level stage jobs: one per backbone (and shard s: the work datasets
 # {dataset}.shard{s}), covering every dataset in one batch.
 
 
@@ -31,27 +60,21 @@ def job_datasets(wildcards=None):
     """The work datasets of one stage job, in config order: patterns with a {shard}
     wildcard (rule outputs), or concrete for a job's wildcards (input functions)."""
     shard = "{shard}" if wildcards is None else getattr(wildcards, "shard", None)
-    return [d if SHARDS == 1 else shard_name(d, shard) for d in config["datasets"]]
+    return [d if SHARDS == 1 else shard_name(d, shard) for d in DATASETS]
 
 
 # Per-backbone question counts (config `backbone_n`, e.g. the paper's 150 per dataset for the
-# Qwen3.5 rows): such a backbone reads results/{backbone}/data/{dataset}.parquet, the first n of the
-# dataset's seeded ranking (rule backbone_questions); every other backbone reads results/data/.
+# Qwen3.5 rows): such a backbone reads its own subset, the first n of the dataset's seeded
+# ranking (rule backbone_questions); every other backbone reads the run's questions.
 BACKBONE_N = config.get("backbone_n") or {}
-for _name in BACKBONE_N:
-    if _name not in config["backbones"]:
-        raise ValueError(f"config backbone_n.{_name}: not one of the backbones {config['backbones']}")
 
 
 def questions_path(backbone, work_dataset):
-    """The questions table a backbone's stages read for one (work) dataset."""
-    if backbone in BACKBONE_N:
-        return f"results/{backbone}/data/{work_dataset}.parquet"
-    return f"results/data/{work_dataset}.parquet"
+    return layout.questions(work_dataset, backbone if backbone in BACKBONE_N else None)
 
 
 def question_tables(wildcards):
-    """Input function: the question tables of one stage job, in job_datasets order."""
+    """The question tables of one stage job, in job_datasets order."""
     return [questions_path(wildcards.backbone, w) for w in job_datasets(wildcards)]
 
 
@@ -61,18 +84,26 @@ def dataset_questions(wildcards):
 
 def backbone_subset_inputs(wildcards):
     """The full dataset (its seeded ranking decides the subset) and the work dataset (a shard) to filter."""
-    base = next(d for d in config["datasets"] if wildcards.dataset in shard_names(d, SHARDS))
-    return {"full": f"results/data/{base}.parquet", "part": f"results/data/{wildcards.dataset}.parquet"}
+    base = next(d for d in DATASETS if wildcards.dataset in shard_names(d, SHARDS))
+    return {"full": layout.questions(base), "part": layout.questions(wildcards.dataset)}
 
 
 def sample_tables():
-    return [f"results/{{backbone}}/{w}/samples/{{stage}}.parquet" for w in job_datasets()]
+    return [layout.samples("{backbone}", w, "{stage}") for w in job_datasets()]
 
 
 def proposal_tables(wildcards, repeat=1):
     """The shared proposals of every dataset of the job (each ``repeat`` times in a row)."""
-    return [f"results/{wildcards.backbone}/{w}/samples/proposals.parquet" for w in job_datasets(wildcards)
-            for _ in range(repeat)]
+    return [layout.samples(wildcards.backbone, w, "proposals") for w in job_datasets(wildcards) for _ in range(repeat)]
+
+
+def vote_samples(wildcards):
+    """The samples table a single-round method votes over."""
+    return layout.samples(wildcards.backbone, wildcards.dataset, METHODS[wildcards.method].samples)
+
+
+def stage_temperatures(stage):
+    return [0.0] if stage == "cot" else config["agents"]["temperatures"]
 
 
 def job_log(family, name, folder="logs", ext="log"):
@@ -81,36 +112,12 @@ def job_log(family, name, folder="logs", ext="log"):
     return f"{folder}/{{backbone}}/{family}/{shard}{name}.{ext}"
 
 
-wildcard_constraints:
-    dataset="|".join(re.escape(w) for w in WORK_DATASETS),
-    shard=r"\d+",
-    backbone="|".join(config["backbones"]),
-    stage="cot|proposals",
-    method="cot|sc",
-    # LMAD methods get their own wildcard so rule predict (cot|sc) never matches them
-    lmad_method="lmad|lmad-concrete|lmad-always",
-    iteration=r"\d+",
-    # debate baselines (rules/debate.smk): one regex of every debate method name, own wildcard
-    # for the same reason as lmad_method
-    debate_method="|".join(DEBATE_PROTOCOLS),
-    debate_round=r"\d+",
+def shard_parts(wildcards):
+    """A per-question table of a dataset, from each of its shards (rule merge_shards)."""
+    return [layout.per_question(wildcards.backbone, w, wildcards.table) for w in shard_names(wildcards.dataset, SHARDS)]
 
 
-# The deterministic test double exists for the test suite; a user config cannot use it.
-if os.environ.get("LMAD_ALLOW_TEST_DOUBLE") != "1":
-    for _name, _model in config["models"].items():
-        if _model["backend"] == "scripted":
-            raise ValueError(
-                f"config models.{_name}.backend: 'scripted' is the test double and is only "
-                "allowed in the test suite (LMAD_ALLOW_TEST_DOUBLE=1)"
-            )
-for _name in [*config["backbones"], config["judge"]["model"]]:
-    if _name not in config["models"]:
-        raise ValueError(f"config: model {_name!r} is used but not defined under 'models'")
-
-
-# Which samples table each single-round method votes over.
-PREDICT_SOURCE = {"cot": "cot", "sc": "proposals"}
+# ---- Models: what a stage's backend gets, and what its job asks the scheduler for.
 
 
 def model_spec(name):
@@ -119,7 +126,7 @@ def model_spec(name):
     if "gguf" in spec:
         spec["model"] = f"resources/models/{name}"
     if spec.get("serve"):  # the server's own SLURM job is sized like an offline stage job
-        spec["server_resources"] = model_sizing(name, served_as_client=False)
+        spec["server_resources"] = model_sizing(config["models"], name, served_as_client=False)
     # job sizing (resources:) is scheduling only: it never reaches the backend or params
     return {k: v for k, v in spec.items() if k not in ("gguf", "resources")}
 
@@ -130,6 +137,25 @@ def model_files(name):
 
 def model_threads(name):
     return config["models"][name].get("threads", 1)
+
+
+def model_params():
+    """The params every backbone model stage passes its stage function."""
+    return {"model": lambda w: model_spec(w.backbone), "cache_dir": config["cache_dir"]}
+
+
+def model_resources(name=None):
+    """A model rule's resources (lmad.job_resources): the sizing of a fixed model; for
+    a rule over {backbone}, one function per resource any configured backbone sets (a
+    backbone that does not set it gets None, i.e. the resource is left unset)."""
+    if name is not None:
+        return model_sizing(config["models"], name)
+    keys = sorted(set().union(*(model_sizing(config["models"], b) for b in BACKBONES)))
+    return {key: _backbone_resource(key) for key in keys}
+
+
+def _backbone_resource(key):
+    return lambda wildcards: model_sizing(config["models"], wildcards.backbone).get(key)
 
 
 def dataset_spec(name):
@@ -144,63 +170,43 @@ def dataset_source(wildcards):
     return [str(resolve_path(f, workflow.basedir)) for f in files]
 
 
-def stage_temperatures(stage):
-    return [0.0] if stage == "cot" else config["agents"]["temperatures"]
+# ---- Judge and analysis: every method's predictions, dataset after dataset.
 
 
 def predictions_of(backbone, dataset):
-    return expand(
-        "results/{backbone}/{dataset}/predictions/{method}.parquet",
-        backbone=backbone,
-        dataset=dataset,
-        method=config["methods"],
-    )
+    return [layout.predictions(backbone, dataset, m) for m in config["methods"]]
 
 
-def shard_parts(wildcards):
-    """A per-question table of a dataset, from each of its shards (rule merge_shards)."""
-    return [f"results/{wildcards.backbone}/{w}/{wildcards.table}.parquet" for w in shard_names(wildcards.dataset, SHARDS)]
+def backbone_predictions(wildcards):
+    return [p for d in DATASETS for p in predictions_of(wildcards.backbone, d)]
 
 
-def judge_inputs(wildcards):
-    """Every method's predictions, dataset after dataset (the judge splits them evenly)."""
-    return [p for d in config["datasets"] for p in predictions_of(wildcards.backbone, d)]
+def configured_questions(wildcards=None):
+    """The questions of every configured dataset (merged, whatever the shards)."""
+    return [layout.questions(d) for d in DATASETS]
+
+
+def backbone_judgments(wildcards):
+    return [layout.judgments(wildcards.backbone, d) for d in DATASETS]
 
 
 def judge_validation_file(name="validation.parquet"):
     """A file of the run's judge validation (one judge model per run; rules/judge.smk)."""
-    return f"results/judge/{config['judge']['model']}/{name}"
-
-
-def analysis_judgments(wildcards):
-    return expand(
-        "results/{backbone}/{dataset}/judgments.parquet",
-        backbone=wildcards.backbone,
-        dataset=config["datasets"],
-    )
-
-
-def analysis_predictions(wildcards):
-    return [p for d in config["datasets"] for p in predictions_of(wildcards.backbone, d)]
+    return layout.judge_validation(JUDGE, name)
 
 
 def all_outputs():
-    return expand(
-        "results/{backbone}/analysis/{name}",
-        backbone=config["backbones"],
-        name=["table.md", "accuracy.png"],
-    ) + ["results/manifest.json", judge_validation_file("validation.md"), *paper_outputs()]
+    return [layout.analysis(b, name) for b in BACKBONES for name in ("table.md", "accuracy.png")] + [
+        layout.MANIFEST, judge_validation_file("validation.md"), *paper_outputs()]
 
 
-# ---- LMAD (rules/lmad.smk): iteration k of a method lives in results/{backbone}/{dataset}/{method}/iter{k}/;
-# one stage job per (backbone, iteration) serves every (dataset, LMAD method) unit.
-
-LMAD_METHODS = [m for m in ("lmad", "lmad-concrete", "lmad-always") if m in config["methods"]]
+# ---- LMAD (rules/lmad.smk): one stage job per (backbone, iteration) serves every
+# (dataset, LMAD method) unit; path lists follow lmad_units() order.
 
 
 def lmad_units():
     """The (dataset, method) pairs of an LMAD stage job, in the order of its path lists."""
-    return [[d, m] for d in config["datasets"] for m in LMAD_METHODS]
+    return [[d, m] for d in DATASETS for m in LMAD_METHODS]
 
 
 def lmad_unit_questions(wildcards):
@@ -209,16 +215,16 @@ def lmad_unit_questions(wildcards):
 
 def lmad_paths(stage, backbone="{backbone}", iteration="{iteration}", wildcards=None):
     """One stage's table of every unit, in lmad_units() order (wildcards kept unless given)."""
-    return [f"results/{backbone}/{w}/{m}/iter{iteration}/{stage}.parquet" for w in job_datasets(wildcards)
-            for m in LMAD_METHODS]
+    return [layout.lmad_table(backbone, w, m, iteration, stage) for w in job_datasets(wildcards) for m in LMAD_METHODS]
 
 
 def lmad_log(stage, folder="logs", ext="log"):
     return job_log("lmad", f"iter{{iteration}}/{stage}", folder, ext)
 
 
-def lmad_dir(wildcards):
-    return f"results/{wildcards.backbone}/{wildcards.dataset}/{wildcards.lmad_method}"
+def lmad_params():
+    """The params every LMAD model stage passes its stage function."""
+    return {"units": lmad_units(), **model_params(), "iteration": lambda w: int(w.iteration)}
 
 
 def lmad_state(wildcards):
@@ -238,17 +244,18 @@ def lmad_iteration_tables(stage):
     """Input function: one method's ``stage`` table of every iteration, in order."""
 
     def tables(wildcards):
-        return [f"{lmad_dir(wildcards)}/iter{k}/{stage}.parquet" for k in range(config["lmad"]["iterations"])]
+        return [layout.lmad_table(wildcards.backbone, wildcards.dataset, wildcards.lmad_method, k, stage)
+                for k in range(config["lmad"]["iterations"])]
 
     return tables
 
 
 def lmad_final_state(wildcards):
-    return f"{lmad_dir(wildcards)}/iter{config['lmad']['iterations'] - 1}/state.parquet"
+    last = config["lmad"]["iterations"] - 1
+    return layout.lmad_table(wildcards.backbone, wildcards.dataset, wildcards.lmad_method, last, "state")
 
 
-# ---- Debate baselines (rules/debate.smk): round t of a method lives in
-# results/{backbone}/{dataset}/{debate_method}/round{t}.parquet (+ _steps, _state)
+# ---- Debate baselines (rules/debate.smk): one job per (backbone, method, round) serves every dataset.
 
 
 def debate_setting(method):
@@ -256,24 +263,8 @@ def debate_setting(method):
     return setting_of(method, config)
 
 
-# A bad per-method setting fails here, naming the key, before any job runs.
-for _method in config["methods"]:
-    if _method in DEBATE_PROTOCOLS:
-        debate_setting(_method)
-
-
-def debate_dir(wildcards):
-    return f"results/{wildcards.backbone}/{wildcards.dataset}/{wildcards.debate_method}"
-
-
-def debate_round_tables_of(wildcards, name):
-    """``name`` (e.g. ``round2_state``) of the job's method on every dataset of the job."""
-    return [f"results/{wildcards.backbone}/{w}/{wildcards.debate_method}/{name}.parquet"
-            for w in job_datasets(wildcards)]
-
-
-def debate_round_outputs(suffix):
-    return [f"results/{{backbone}}/{w}/{{debate_method}}/round{{debate_round}}{suffix}.parquet" for w in job_datasets()]
+def debate_round_outputs(part):
+    return [layout.debate_round("{backbone}", w, "{debate_method}", "{debate_round}", part) for w in job_datasets()]
 
 
 def debate_round_inputs(wildcards):
@@ -286,78 +277,34 @@ def debate_round_inputs(wildcards):
     if t == 0 and setting.shares_proposals:
         inputs["proposals"] = proposal_tables(wildcards)
     elif t > 0:
-        inputs["previous"] = debate_round_tables_of(wildcards, f"round{t - 1}")
-        inputs["previous_state"] = debate_round_tables_of(wildcards, f"round{t - 1}_state")
-    roles = DEBATE_PROTOCOLS[method].prompt_roles(t, t == setting.rounds, setting.manners, setting.shares_proposals)
+        for name, part in (("previous", ""), ("previous_state", "_state")):
+            inputs[name] = [layout.debate_round(wildcards.backbone, w, method, t - 1, part)
+                            for w in job_datasets(wildcards)]
+    roles = METHODS[method].protocol.prompt_roles(t, t == setting.rounds, setting.manners, setting.shares_proposals)
     return inputs | {f"prompt_{role}": config["prompts"][role] for role in roles}
 
 
-def debate_round_tables(suffix):
-    """Input function: one method's round{t}{suffix}.parquet of every round, in order."""
+def debate_round_tables(part):
+    """Input function: one method's round table (``part``) of every round, in order."""
 
     def tables(wildcards):
         rounds = debate_setting(wildcards.debate_method).rounds
-        return [f"{debate_dir(wildcards)}/round{t}{suffix}.parquet" for t in range(rounds + 1)]
+        return [layout.debate_round(wildcards.backbone, wildcards.dataset, wildcards.debate_method, t, part)
+                for t in range(rounds + 1)]
 
     return tables
 
 
 def debate_final_state(wildcards):
-    return f"{debate_dir(wildcards)}/round{debate_setting(wildcards.debate_method).rounds}_state.parquet"
+    return debate_round_tables("_state")(wildcards)[-1]
 
 
-# ---- Scale-out (workflow/profiles/, README "Run on SLURM"): what a model stage's job asks
-# for. Every model stage declares its resources as `**model_resources()` (stages over
-# {backbone}) or `**model_resources(name)` (stages that always run one model, the judge).
-
-# A GPU job's defaults when models.<name>.resources does not set them.
-GPU_JOB_DEFAULTS = {"mem_mb_per_gpu": 32000, "runtime": 720, "cpus_per_gpu": 8}
+# ---- Paper tables, figures and trace viewer (rules/paper.smk): tables of every backbone in
+# (one backbone where the rule has that wildcard); each helper lists only what the run has.
 
 
-def model_sizing(name, served_as_client=True):
-    """Resources of one model's stage jobs. A ``vllm`` model asks for
-    ``tensor_parallel_size`` GPUs (``resources.gpu`` overrides; 0 for the CPU build of
-    vLLM) plus host memory (MB), wall time (minutes) and CPUs per GPU, each overridable
-    under ``models.<name>.resources``. Any other backend asks for no GPU and keeps the
-    profile's default resources unless its ``resources:`` entry sets them. A served
-    model's stage jobs are light clients (no GPU); its server gets the sizing instead."""
-    spec = config["models"][name]
-    if spec.get("serve") and served_as_client:
-        return {"gpu": 0}
-    own = dict(spec.get("resources", {}))
-    if spec["backend"] != "vllm" and own.get("gpu", 0) != 0:
-        raise ValueError(f"config models.{name}.resources.gpu: only vllm models run on GPUs")
-    gpus = own.pop("gpu", spec.get("tensor_parallel_size", 1)) if spec["backend"] == "vllm" else 0
-    own.pop("gpu", None)
-    if gpus == 0:
-        return {"gpu": 0, **own}
-    return {
-        "gpu": gpus,
-        "mem_mb": own.get("mem_mb", GPU_JOB_DEFAULTS["mem_mb_per_gpu"] * gpus),
-        "runtime": own.get("runtime", GPU_JOB_DEFAULTS["runtime"]),
-        "cpus_per_gpu": own.get("cpus_per_gpu", GPU_JOB_DEFAULTS["cpus_per_gpu"]),
-    }
-
-
-def _backbone_resource(key):
-    return lambda wildcards: model_sizing(wildcards.backbone).get(key)
-
-
-def model_resources(name=None):
-    """The ``resources:`` of a model rule: ``model_sizing(name)`` for a fixed model; for
-    a rule over {backbone}, one function per resource any configured backbone sets (a
-    backbone that does not set it gets None, i.e. the resource is left unset)."""
-    if name is not None:
-        return model_sizing(name)
-    keys = sorted(set().union(*(model_sizing(b) for b in config["backbones"])))
-    return {key: _backbone_resource(key) for key in keys}
-
-
-
-# ---- Paper tables, figures and trace viewer (rules/paper.smk): Parquet of every backbone in,
-# results/paper/ out. Each helper lists only what exists for the configured methods.
-
-PAPER_GATE_METHODS = ["lmad", "lmad-concrete", "lmad-always"]  # Table 2 needs all three
+def _backbones(wildcards):
+    return [wildcards.backbone] if wildcards is not None and "backbone" in wildcards.keys() else BACKBONES
 
 
 def paper_setting(key):
@@ -370,78 +317,66 @@ def paper_columns():
 
 
 def paper_judgments(wildcards=None):
-    backbones = [wildcards.backbone] if wildcards is not None and "backbone" in wildcards.keys() else config["backbones"]
-    return expand("results/{backbone}/{dataset}/judgments.parquet", backbone=backbones, dataset=config["datasets"])
+    return [layout.judgments(b, d) for b in _backbones(wildcards) for d in DATASETS]
 
 
 def paper_predictions(wildcards=None):
-    return [p for b in config["backbones"] for d in config["datasets"] for p in predictions_of(b, d)]
-
-
-def paper_questions(wildcards=None):
-    return expand("results/data/{dataset}.parquet", dataset=config["datasets"])
+    return [p for b in BACKBONES for d in DATASETS for p in predictions_of(b, d)]
 
 
 def paper_proposals(wildcards=None):
-    return expand("results/{backbone}/{dataset}/samples/proposals.parquet", backbone=config["backbones"],
-                  dataset=config["datasets"])
+    return [layout.samples(b, d, "proposals") for b in BACKBONES for d in DATASETS]
 
 
 def paper_rounds0(wildcards=None):
     """Round 0 of every configured debate method: headroom measures each against its own opening."""
-    return [f"results/{b}/{d}/{m}/round0.parquet" for b in config["backbones"] for d in config["datasets"]
-            for m in config["methods"] if m in DEBATE_PROTOCOLS]
+    return [layout.debate_round(b, d, m, 0) for b in BACKBONES for d in DATASETS for m in DEBATE_METHODS]
 
 
 def paper_traces(methods=None):
-    """Input function: LMAD trace tables of the given LMAD methods (default: all configured)."""
+    """Input function: LMAD trace tables of the given LMAD methods (default: Table 2's, all three)."""
 
     def traces(wildcards):
-        backbones = [wildcards.backbone] if "backbone" in wildcards.keys() else config["backbones"]
-        wanted = [m for m in (methods or PAPER_GATE_METHODS) if m in config["methods"]]
-        return expand("results/{backbone}/{dataset}/{method}/trace.parquet", backbone=backbones,
-                      dataset=config["datasets"], method=wanted)
+        wanted = [m for m in (methods or TABLE2_METHODS) if m in config["methods"]]
+        return [layout.lmad_trace(b, d, m) for b in _backbones(wildcards) for d in DATASETS for m in wanted]
 
     return traces
 
 
 def paper_rounds(wildcards):
-    """Every round{t}.parquet of every configured debate method (one backbone when the rule has one)."""
-    backbones = [wildcards.backbone] if "backbone" in wildcards.keys() else config["backbones"]
-    return [f"results/{b}/{d}/{m}/round{t}.parquet" for b in backbones for d in config["datasets"]
-            for m in config["methods"] if m in DEBATE_PROTOCOLS for t in range(debate_setting(m).rounds + 1)]
+    """Every round table of every configured debate method (one backbone when the rule has one)."""
+    return [layout.debate_round(b, d, m, t) for b in _backbones(wildcards) for d in DATASETS
+            for m in DEBATE_METHODS for t in range(debate_setting(m).rounds + 1)]
 
 
 def paper_outputs():
     """Everything rule paper builds under results/paper/."""
-    out = [f"results/paper/{name}.{ext}" for name in ("table1", "cost", "headroom") for ext in ("csv", "md")]
-    out += ["results/paper/table1.tex", "results/paper/accuracy.png", "results/paper/pareto.png"]
-    if all(m in config["methods"] for m in PAPER_GATE_METHODS):
-        out += ["results/paper/table2.csv", "results/paper/table2.md", "results/paper/table2.tex",
-                "results/paper/table2_checks.csv"]
-    if any(m in DEBATE_PROTOCOLS for m in config["methods"]):
-        out += ["results/paper/rounds.png", "results/paper/dynamics.csv", "results/paper/dynamics.md"]
+    out = [layout.paper(f"{name}.{ext}") for name in ("table1", "cost", "headroom") for ext in ("csv", "md")]
+    out += [layout.paper(n) for n in ("table1.tex", "accuracy.png", "pareto.png")]
+    if all(m in config["methods"] for m in TABLE2_METHODS):
+        out += [layout.paper(n) for n in ("table2.csv", "table2.md", "table2.tex", "table2_checks.csv")]
+    if DEBATE_METHODS:
+        out += [layout.paper(n) for n in ("rounds.png", "dynamics.csv", "dynamics.md")]
     if "lmad" in config["methods"]:
-        out.append("results/paper/lmad_trace.png")
-    return out + expand("results/paper/viewer/{backbone}.html", backbone=config["backbones"])
+        out.append(layout.paper("lmad_trace.png"))
+    return out + [layout.paper(f"viewer/{b}.html") for b in BACKBONES]
 
 
-def paper_code(*functions):
-    """Short hash of the source of the functions (dotted names) that make one paper artifact.
-    As a rule param it reruns that rule alone when its code changes (params are a rerun trigger;
-    the 2-line script is the same for every paper rule)."""
-    import hashlib
-    import importlib
-    import inspect
-
-    digest = hashlib.sha256()
-    for name in functions:
-        where, _, attr = name.rpartition(".")
-        digest.update(inspect.getsource(getattr(importlib.import_module(where), attr)).encode())
-    return digest.hexdigest()[:16]
+def paper_report(name, caption):
+    """A paper output shown in the Snakemake report, with its caption config/report/paper_{caption}.rst."""
+    return report(layout.paper(name), caption=f"../config/report/paper_{caption}.rst", category="Paper")
 
 
-# ---- Served models (README "Served mode"): the run's end stops the servers its jobs started.
+def run_scope(*keys):
+    """Params that name the run's scope, for stage functions that take them: ``metric`` (the
+    headline), ``backbones``, ``datasets``, ``methods`` (config order)."""
+    scope = {"metric": config["analysis"]["metric"], "backbones": BACKBONES, "datasets": DATASETS,
+             "methods": config["methods"]}
+    return {key: scope[key] for key in keys}
+
+
+# ---- Served models (README "Model loads and served mode"): the run's end stops the servers
+# its jobs started.
 
 def stop_served_models():
     if any(m.get("serve") for m in config["models"].values()):

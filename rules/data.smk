@@ -2,7 +2,7 @@ rule prepare_data:
     input:
         dataset_source,
     output:
-        questions="results/data/{dataset}.parquet",
+        questions=layout.questions("{dataset}"),
     log:
         "logs/prepare_data/{dataset}.log",
     wildcard_constraints:
@@ -20,7 +20,7 @@ rule backbone_questions:
     input:
         unpack(backbone_subset_inputs),
     output:
-        questions="results/{backbone}/data/{dataset}.parquet",
+        questions=layout.questions("{dataset}", "{backbone}"),
     log:
         "logs/{backbone}/backbone_questions/{dataset}.log",
     params:

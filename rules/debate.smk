@@ -21,8 +21,7 @@ rule debate_round:
     benchmark:
         job_log("{debate_method}", "round{debate_round}", "benchmarks", "tsv")
     params:
-        model=lambda w: model_spec(w.backbone),
-        cache_dir=config["cache_dir"],
+        **model_params(),
         method=lambda w: w.debate_method,
         round_index=lambda w: int(w.debate_round),
         last=lambda w: int(w.debate_round) == debate_setting(w.debate_method).rounds,
@@ -47,7 +46,7 @@ rule debate_predict:
         steps=debate_round_tables("_steps"),
         final_state=debate_final_state,
     output:
-        predictions="results/{backbone}/{dataset}/predictions/{debate_method}.parquet",
+        predictions=layout.predictions("{backbone}", "{dataset}", "{debate_method}"),
     log:
         "logs/{backbone}/{dataset}/{debate_method}/predict.log",
     params:

@@ -16,8 +16,7 @@ rule generate:
     benchmark:
         job_log("generate", "{stage}", "benchmarks", "tsv")
     params:
-        model=lambda w: model_spec(w.backbone),
-        cache_dir=config["cache_dir"],
+        **model_params(),
         stage=lambda w: w.stage,
         temperatures=lambda w: stage_temperatures(w.stage),
         max_tokens=config["solver"]["max_tokens"],
@@ -34,9 +33,9 @@ rule generate:
 rule predict:
     input:
         questions=dataset_questions,
-        samples=lambda w: f"results/{w.backbone}/{w.dataset}/samples/{PREDICT_SOURCE[w.method]}.parquet",
+        samples=vote_samples,
     output:
-        predictions="results/{backbone}/{dataset}/predictions/{method}.parquet",
+        predictions=layout.predictions("{backbone}", "{dataset}", "{method}"),
     log:
         "logs/{backbone}/{dataset}/predict_{method}.log",
     params:

@@ -4,16 +4,16 @@
 
 rule judge:
     input:
-        questions=expand("results/data/{dataset}.parquet", dataset=config["datasets"]),
-        predictions=judge_inputs,
+        questions=configured_questions(),
+        predictions=backbone_predictions,
         prompt=config["prompts"]["judge"],
         weights=model_files(config["judge"]["model"]),
     output:
-        judgments=expand("results/{{backbone}}/{dataset}/judgments.parquet", dataset=config["datasets"]),
+        judgments=[layout.judgments("{backbone}", d) for d in DATASETS],
     log:
         "logs/{backbone}/judge.log",
     benchmark:
-        "logs/{backbone}/judge.benchmark.tsv"
+        "benchmarks/{backbone}/judge.tsv"
     params:
         model=model_spec(config["judge"]["model"]),
         cache_dir=config["cache_dir"],
@@ -31,7 +31,7 @@ rule judge:
 # the run's questions, judged with the judge rule's exact prompt, model and decoding.
 rule judge_validation:
     input:
-        questions=expand("results/data/{dataset}.parquet", dataset=config["datasets"]),
+        questions=configured_questions(),
         prompt=config["prompts"]["judge"],
         weights=model_files(config["judge"]["model"]),
     output:

@@ -2,7 +2,7 @@
 # stage. Each stage job covers one (backbone, iteration) and every (dataset, LMAD method)
 # unit, so all active questions x agents go to the model as one batch and the three commit
 # policies (lmad = strict, lmad-concrete, lmad-always) compute their identical calls once.
-# Tables stay per unit: results/{backbone}/{dataset}/{method}/iter{k}/{stage}.parquet.
+# Tables stay per unit (lmad.layout.lmad_table): results/{backbone}/{dataset}/{method}/iter{k}/{stage}.parquet.
 # Questions that stopped pass through later iterations untouched; a stage with nothing to
 # do writes empty tables without loading a model. Input functions live in rules/common.smk;
 # stage bodies in lmad.stages.lmad.
@@ -23,10 +23,7 @@ if LMAD_METHODS:
         benchmark:
             lmad_log("generate", "benchmarks", "tsv")
         params:
-            units=lmad_units(),
-            model=lambda w: model_spec(w.backbone),
-            cache_dir=config["cache_dir"],
-            iteration=lambda w: int(w.iteration),
+            **lmad_params(),
             temperatures=config["agents"]["temperatures"],
             max_tokens=config["solver"]["max_tokens"],
             seed=config["seed"],
@@ -51,10 +48,7 @@ if LMAD_METHODS:
         benchmark:
             lmad_log("extract", "benchmarks", "tsv")
         params:
-            units=lmad_units(),
-            model=lambda w: model_spec(w.backbone),
-            cache_dir=config["cache_dir"],
-            iteration=lambda w: int(w.iteration),
+            **lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["extractor"],
             max_nodes=config["lmad"]["nodes"]["max_nodes"],
             max_node_words=config["lmad"]["nodes"]["max_words"],
@@ -82,10 +76,7 @@ if LMAD_METHODS:
         benchmark:
             lmad_log("localize", "benchmarks", "tsv")
         params:
-            units=lmad_units(),
-            model=lambda w: model_spec(w.backbone),
-            cache_dir=config["cache_dir"],
-            iteration=lambda w: int(w.iteration),
+            **lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["localizer"],
         conda:
             "../envs/pipeline.yaml"
@@ -109,10 +100,7 @@ if LMAD_METHODS:
         benchmark:
             lmad_log("debate", "benchmarks", "tsv")
         params:
-            units=lmad_units(),
-            model=lambda w: model_spec(w.backbone),
-            cache_dir=config["cache_dir"],
-            iteration=lambda w: int(w.iteration),
+            **lmad_params(),
             rounds=config["lmad"]["local_rounds"],
             temperatures=config["agents"]["temperatures"],
             seed=config["seed"],
@@ -142,10 +130,7 @@ if LMAD_METHODS:
         benchmark:
             lmad_log("resolve", "benchmarks", "tsv")
         params:
-            units=lmad_units(),
-            model=lambda w: model_spec(w.backbone),
-            cache_dir=config["cache_dir"],
-            iteration=lambda w: int(w.iteration),
+            **lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["resolver"],
         conda:
             "../envs/pipeline.yaml"
@@ -191,8 +176,8 @@ if LMAD_METHODS:
             relations=lmad_iteration_tables("relation"),
             commits=lmad_iteration_tables("commit"),
         output:
-            predictions="results/{backbone}/{dataset}/predictions/{lmad_method}.parquet",
-            trace="results/{backbone}/{dataset}/{lmad_method}/trace.parquet",
+            predictions=layout.predictions("{backbone}", "{dataset}", "{lmad_method}"),
+            trace=layout.lmad_trace("{backbone}", "{dataset}", "{lmad_method}"),
         log:
             "logs/{backbone}/{dataset}/{lmad_method}/predict.log",
         params:

@@ -18,9 +18,9 @@ localrules:
 
 rule manifest:
     input:
-        tables=expand("results/{backbone}/analysis/table.md", backbone=config["backbones"]),
+        tables=[layout.analysis(b, "table.md") for b in BACKBONES],
     output:
-        manifest="results/manifest.json",
+        manifest=layout.MANIFEST,
     log:
         "logs/manifest.log",
     params:

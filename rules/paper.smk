@@ -27,23 +27,21 @@ rule paper_table1:
         validation=judge_validation_file(),
         judgments=paper_judgments(),
     output:
-        csv="results/paper/table1.csv",
-        md=report("results/paper/table1.md", caption="../config/report/paper_table1.rst", category="Paper"),
-        tex="results/paper/table1.tex",
+        csv=layout.paper("table1.csv"),
+        md=paper_report("table1.md", "table1"),
+        tex=layout.paper("table1.tex"),
     log:
         "logs/paper/table1.log",
     params:
-        metric=config["analysis"]["metric"],
-        code=paper_code(
+        **run_scope("metric", "backbones", "datasets"),
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.table1",
             "lmad.paper.tables.table1_block",
             "lmad.paper.tables.table1_markdown",
             "lmad.paper.tables.table1_latex",
-            "lmad.paper.tables.fmt",
+            "lmad.display.fmt",
         ),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
         columns=paper_columns(),
         baselines=paper_setting("baselines"),
         target="lmad",
@@ -60,17 +58,17 @@ rule paper_table2:
         validation=judge_validation_file(),
         judgments=paper_judgments(),
         traces=paper_traces(["lmad"]),
-        questions=paper_questions(),
+        questions=configured_questions(),
     output:
-        csv="results/paper/table2.csv",
-        md=report("results/paper/table2.md", caption="../config/report/paper_table2.rst", category="Paper"),
-        tex="results/paper/table2.tex",
-        checks_csv="results/paper/table2_checks.csv",
+        csv=layout.paper("table2.csv"),
+        md=paper_report("table2.md", "table2"),
+        tex=layout.paper("table2.tex"),
+        checks_csv=layout.paper("table2_checks.csv"),
     log:
         "logs/paper/table2.log",
     params:
-        metric=config["analysis"]["metric"],
-        code=paper_code(
+        **run_scope("metric", "backbones", "datasets"),
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.table2",
             "lmad.stages.paper.gate_activated",
@@ -78,8 +76,6 @@ rule paper_table2:
             "lmad.stages.paper._contains_gold",
             "lmad.paper.tables.table2_block",
         ),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -91,15 +87,13 @@ rule paper_cost:
         predictions=paper_predictions(),
         traces=paper_traces(),
     output:
-        csv="results/paper/cost.csv",
-        md=report("results/paper/cost.md", caption="../config/report/paper_cost.rst", category="Paper"),
+        csv=layout.paper("cost.csv"),
+        md=paper_report("cost.md", "cost"),
     log:
         "logs/paper/cost.log",
     params:
-        code=paper_code("lmad.stages.paper.cost_table", "lmad.stages.paper.lmad_call_summary"),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
-        methods=config["methods"],
+        code=code_hash("lmad.stages.paper.cost_table", "lmad.stages.paper.lmad_call_summary"),
+        **run_scope("backbones", "datasets", "methods"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -109,26 +103,24 @@ rule paper_cost:
 rule paper_headroom:
     input:
         validation=judge_validation_file(),
-        questions=paper_questions(),
+        questions=configured_questions(),
         proposals=paper_proposals(),
         judgments=paper_judgments(),
         rounds0=paper_rounds0(),
     output:
-        csv="results/paper/headroom.csv",
-        md=report("results/paper/headroom.md", caption="../config/report/paper_headroom.rst", category="Paper"),
+        csv=layout.paper("headroom.csv"),
+        md=paper_report("headroom.md", "headroom"),
     log:
         "logs/paper/headroom.log",
     params:
-        metric=config["analysis"]["metric"],
-        code=paper_code(
+        **run_scope("metric", "backbones", "methods"),
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.headroom_table",
             "lmad.stages.paper.headroom_frame",
             "lmad.paper.headroom.question_flags",
             "lmad.paper.headroom.summarize",
         ),
-        backbones=config["backbones"],
-        methods=config["methods"],
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -140,18 +132,15 @@ rule paper_fig_accuracy:
         validation=judge_validation_file(),
         judgments=paper_judgments(),
     output:
-        png=report("results/paper/accuracy.png", caption="../config/report/paper_accuracy.rst", category="Paper"),
-        pdf="results/paper/accuracy.pdf",
+        png=paper_report("accuracy.png", "accuracy"),
+        pdf=layout.paper("accuracy.pdf"),
     log:
         "logs/paper/fig_accuracy.log",
     params:
-        metric=config["analysis"]["metric"],
-        code=paper_code(
+        **run_scope("metric", "backbones", "datasets", "methods"),
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.fig_accuracy", "lmad.paper.figures.accuracy"),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
-        methods=config["methods"],
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -164,18 +153,15 @@ rule paper_fig_pareto:
         judgments=paper_judgments(),
         predictions=paper_predictions(),
     output:
-        png=report("results/paper/pareto.png", caption="../config/report/paper_pareto.rst", category="Paper"),
-        pdf="results/paper/pareto.pdf",
+        png=paper_report("pareto.png", "pareto"),
+        pdf=layout.paper("pareto.pdf"),
     log:
         "logs/paper/fig_pareto.log",
     params:
-        metric=config["analysis"]["metric"],
-        code=paper_code(
+        **run_scope("metric", "backbones", "datasets", "methods"),
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.fig_pareto", "lmad.paper.figures.pareto"),
-        backbones=config["backbones"],
-        datasets=list(config["datasets"]),
-        methods=config["methods"],
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -184,15 +170,15 @@ rule paper_fig_pareto:
 
 rule paper_fig_rounds:
     input:
-        questions=paper_questions(),
+        questions=configured_questions(),
         rounds=paper_rounds,
     output:
-        png=report("results/paper/rounds.png", caption="../config/report/paper_rounds.rst", category="Paper"),
-        pdf="results/paper/rounds.pdf",
+        png=paper_report("rounds.png", "rounds"),
+        pdf=layout.paper("rounds.pdf"),
     log:
         "logs/paper/fig_rounds.log",
     params:
-        code=paper_code(
+        code=code_hash(
             "lmad.stages.paper.fig_rounds",
             "lmad.paper.figures.rounds",
             "lmad.paper.dynamics.dynamics",
@@ -208,14 +194,14 @@ rule paper_fig_trace:
     input:
         traces=paper_traces(["lmad"]),
         judgments=paper_judgments(),
-        questions=paper_questions(),
+        questions=configured_questions(),
     output:
-        png=report("results/paper/lmad_trace.png", caption="../config/report/paper_trace.rst", category="Paper"),
-        pdf="results/paper/lmad_trace.pdf",
+        png=paper_report("lmad_trace.png", "trace"),
+        pdf=layout.paper("lmad_trace.pdf"),
     log:
         "logs/paper/fig_trace.log",
     params:
-        code=paper_code(
+        code=code_hash(
             "lmad.stages.paper.fig_trace",
             "lmad.paper.figures.lmad_trace",
             "lmad.paper.figures.select_trace_questions",
@@ -230,18 +216,17 @@ rule paper_fig_trace:
 rule paper_viewer:
     input:
         validation=judge_validation_file(),
-        questions=paper_questions(),
+        questions=configured_questions(),
         judgments=paper_judgments,
         traces=paper_traces(),
         rounds=paper_rounds,
     output:
-        html=report("results/paper/viewer/{backbone}.html", caption="../config/report/paper_viewer.rst",
-                    category="Paper"),
+        html=paper_report("viewer/{backbone}.html", "viewer"),
     log:
         "logs/paper/viewer_{backbone}.log",
     params:
         metric=config["analysis"]["metric"],
-        code=paper_code(
+        code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.viewer",
             "lmad.paper.viewer.collect",
@@ -255,15 +240,15 @@ rule paper_viewer:
 
 rule paper_dynamics:
     input:
-        questions=paper_questions(),
+        questions=configured_questions(),
         rounds=paper_rounds,
     output:
-        csv="results/paper/dynamics.csv",
-        md=report("results/paper/dynamics.md", caption="../config/report/paper_dynamics.rst", category="Paper"),
+        csv=layout.paper("dynamics.csv"),
+        md=paper_report("dynamics.md", "dynamics"),
     log:
         "logs/paper/dynamics.log",
     params:
-        code=paper_code(
+        code=code_hash(
             "lmad.stages.paper.dynamics_table",
             "lmad.paper.dynamics.dynamics",
             "lmad.paper.dynamics.correctness_by_round",

@@ -13,9 +13,9 @@ if SHARDS > 1:
 
     rule shard_data:
         input:
-            questions="results/data/{dataset}.parquet",
+            questions=layout.questions("{dataset}"),
         output:
-            shard_questions="results/data/{dataset}.shard{shard}.parquet",
+            shard_questions=layout.questions("{dataset}.shard{shard}"),
         log:
             "logs/shard_data/{dataset}.shard{shard}.log",
         wildcard_constraints:
@@ -33,7 +33,7 @@ if SHARDS > 1:
         input:
             parts=shard_parts,
         output:
-            merged="results/{backbone}/{dataset}/{table}.parquet",
+            merged=layout.per_question("{backbone}", "{dataset}", "{table}"),
         log:
             "logs/{backbone}/{dataset}/merge/{table}.log",
         wildcard_constraints:

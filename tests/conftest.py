@@ -19,7 +19,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data" / "mhqa"
-sys.path.insert(0, str(REPO / "workflow"))
 
 DATASETS = ["hotpotqa", "2wikimultihopqa", "musique", "strategyqa"]
 

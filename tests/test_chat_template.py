@@ -1,7 +1,6 @@
 """Per-model chat-template options (config ``models.<name>.chat_template_kwargs``): every
 backend passes them, they are part of the model's cache identity, and thinking text that
 still appears is removed before answer extraction (and recorded)."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 import types
 

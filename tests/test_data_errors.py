@@ -2,7 +2,6 @@
 supporting facts outside the context; a relative dataset path names one file for the rule's
 input and the loader alike."""
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest

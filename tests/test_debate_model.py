@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from conftest import SMOLLM2, make_config, snakemake, write_config
-from lmad.protocols.debate import PROTOCOLS, STOP_REASONS
+from lmad.protocols.debate import PROTOCOLS, DEBATE_STOP_REASONS
 from lmad.schemas import read_table
 
 # All nine debate methods on the real model: 712 s on 2 quiet cores with batched decoding, so
@@ -26,7 +26,7 @@ def test_real_model_runs_every_debate_method(workdir):
     base = workdir / "results" / "smollm2-135m" / DATASET
     for method in PROTOCOLS:
         preds = read_table("predictions", base / "predictions" / f"{method}.parquet")
-        assert len(preds) == 2 and set(preds["stop_reason"]) <= set(STOP_REASONS), method
+        assert len(preds) == 2 and set(preds["stop_reason"]) <= set(DEBATE_STOP_REASONS), method
         assert (preds["calls"] >= 3).all() and (preds["completion_tokens"] > 0).all(), method
         for t in range(2):
             samples = read_table("samples", base / method / f"round{t}.parquet")

@@ -12,7 +12,7 @@ from conftest import REPO
 from lmad.backends import ChatRequest
 from lmad.backends.scripted import ScriptedBackend
 from lmad.prompts import load_prompt
-from lmad.protocols.debate import (PROTOCOLS, STOP_REASONS, deal_notes, prediction_rows, protocol,
+from lmad.protocols.debate import (PROTOCOLS, DEBATE_STOP_REASONS, deal_notes, debate_prediction_rows, protocol,
                                    resolve_setting, run_round)
 from lmad.protocols.debate.decisions import JUDGE_SCHEMA
 from lmad.solver import derive_seed, sample_rows, solver_request
@@ -79,7 +79,7 @@ def debate(method, responder, questions=QUESTIONS, rounds=2, own=None, share=Tru
                         proposals=shared if t == 0 else None)
         results.append(res)
         prev, state = res.samples, res.state
-    preds = prediction_rows(questions, method, [r for res in results for r in res.samples],
+    preds = debate_prediction_rows(questions, method, [r for res in results for r in res.samples],
                             [r for res in results for r in res.steps], state)
     return results, {p["qid"]: p for p in preds}, backend
 
@@ -430,7 +430,7 @@ def test_every_method_at_the_defaults_has_the_documented_call_count():
     for method, calls in expected.items():
         _, preds, _ = debate(method, respond)
         assert {p["calls"] for p in preds.values()} == {calls}, method
-        assert {p["stop_reason"] for p in preds.values()} <= set(STOP_REASONS)
+        assert {p["stop_reason"] for p in preds.values()} <= set(DEBATE_STOP_REASONS)
 
 
 def test_prompt_roles_per_round():

@@ -3,7 +3,7 @@ ends with predictions, judgments and the analysis table for all of them."""
 import re
 
 from conftest import make_config, snakemake, write_config
-from lmad.protocols.debate import PROTOCOLS, STOP_REASONS
+from lmad.protocols.debate import PROTOCOLS, DEBATE_STOP_REASONS
 from lmad.schemas import read_table
 
 DATASET = "hotpotqa"
@@ -21,7 +21,7 @@ def test_every_debate_method_runs_to_predictions(workdir):
     calls = {}
     for method in DEBATE:
         preds = read_table("predictions", base / "predictions" / f"{method}.parquet")
-        assert len(preds) == 2 and set(preds["stop_reason"]) <= set(STOP_REASONS), method
+        assert len(preds) == 2 and set(preds["stop_reason"]) <= set(DEBATE_STOP_REASONS), method
         calls[method] = set(preds["calls"])
         for t in range(3):
             for suffix in ("", "_steps", "_state"):

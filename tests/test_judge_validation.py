@@ -1,5 +1,4 @@
 """The judge's known-answer validation and the honest headline (README "Judge validation")."""
-import json
 import math
 import re
 

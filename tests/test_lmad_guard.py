@@ -1,11 +1,9 @@
 """The LMAD commit guard: verbatim quotations, subject/relation preservation, policies."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 import pytest
 from hypothesis import given, strategies as st
 
 from lmad.protocols.lmad.commit_guard import (
-    METHOD_POLICY,
     check_evidence,
     check_relation,
     check_subject,
@@ -16,6 +14,7 @@ from lmad.protocols.lmad.commit_guard import (
     quote_core,
 )
 from lmad.protocols.lmad.resolve import parse_repair
+from lmad.registry import METHODS, names
 
 CONTEXT = [
     {"title": "Buck-Tick", "sentences": ["Buck-Tick (stylized as BUCK-TICK) is a Japanese rock band, formed in "
@@ -124,7 +123,8 @@ def test_policies_gate_on_different_checks():
     assert commit_guard("strict", QUESTION, broken, 3).checks[0].detail.startswith("no explicit claim: not JSON")
     with pytest.raises(ValueError, match="unknown commit policy"):
         commit_guard("lenient", QUESTION, good, 3)
-    assert METHOD_POLICY == {"lmad": "strict", "lmad-concrete": "concrete", "lmad-always": "always"}
+    assert {m: METHODS[m].policy for m in names("lmad")} == {"lmad": "strict", "lmad-concrete": "concrete",
+                                                             "lmad-always": "always"}
 
 
 DERRICKSON = "Were Scott Derrickson and Ed Wood of the same nationality?"

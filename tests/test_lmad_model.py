@@ -1,12 +1,11 @@
 """LMAD with the real embedded model (SmolLM2-135M-Instruct on CPU): 2 questions, L = 2.
 Whatever the tiny model writes, every policy finishes and records why each question stopped."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 import pytest
 
 from conftest import SMOLLM2, make_config, snakemake, write_config
 from lmad.protocols.lmad.commit_guard import CHECKS
-from lmad.protocols.lmad.controller import STOP_REASONS
+from lmad.protocols.lmad.controller import LMAD_STOP_REASONS
 from lmad.schemas import read_table
 
 pytestmark = pytest.mark.model
@@ -28,7 +27,7 @@ def test_lmad_with_the_real_model_finishes_and_records_stop_reasons(workdir):
     base = workdir / "results" / "smollm2-135m" / "hotpotqa"
     for method in LMAD:
         preds = read_table("predictions", base / "predictions" / f"{method}.parquet")
-        assert len(preds) == 2 and set(preds["stop_reason"]) <= set(STOP_REASONS), method
+        assert len(preds) == 2 and set(preds["stop_reason"]) <= set(LMAD_STOP_REASONS), method
         assert set(preds["stop_round"]) <= {0, 1} and (preds["calls"] >= 3).all()
         for row in read_table("lmad_trace", base / method / "trace.parquet").to_dicts():
             if row["agreed"]:

@@ -1,6 +1,5 @@
 """LMAD parsers and their recorded fallbacks: node quality check, localization
 validation, debate positions, repairs, and the controller's transitions."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 import json
 

@@ -1,6 +1,6 @@
 """LMAD end to end through its stage functions (the bodies of rules/lmad.smk) on tmp_path
 tables, with scripted agents: the paper's Appendix B traces and every stop reason."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
+import pathlib
 
 import json
 import re
@@ -484,7 +484,7 @@ def test_truncated_resolver_reply_is_its_own_stop_reason(tmp_path, monkeypatch):
     log = run.trace("lmad")[0]["call_log"]
     assert [c["finish_reason"] for c in log if c["role"] == "resolver"] == ["length"]
     from lmad.stages.paper import gate_activated, load
-    assert gate_activated(load("lmad_trace", [str(run.dir / "lmad" / "trace.parquet")], 4)).is_empty()  # not in Table 2's subset
+    assert gate_activated(load("lmad_trace", [str(run.dir / "lmad" / "trace.parquet")])).is_empty()  # not in Table 2's subset
 
 
 def test_regeneration_with_unchanged_state_gets_new_samples(tmp_path, monkeypatch):

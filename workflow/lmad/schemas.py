@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Any, Iterable
 
 import polars as pl
@@ -17,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import __version__
+from .atomic import replacing
 
 _str, _int, _f64, _bool = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 _strs = pa.list_(_str)
@@ -176,16 +175,8 @@ def write_table(name: str, rows, path: str | os.PathLike, provenance: dict[str, 
     table = to_arrow(name, rows)
     meta = {"table": name, "package_version": __version__, **(provenance or {})}
     table = table.replace_schema_metadata({b"lmad": json.dumps(meta, sort_keys=True).encode()})
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with replacing(path) as tmp:
         pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return table
 
 

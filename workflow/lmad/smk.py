@@ -84,3 +84,17 @@ def run_rule(smk, fn: Callable[..., None]) -> None:
         logging.shutdown()
         if smk.log:
             _write_stats(smk.log[0])
+
+
+def code_hash(*functions: str) -> str:
+    """Short hash of the source of the functions (dotted names) that make one artifact. As a
+    rule param it reruns that rule alone when its code changes (params are a rerun trigger;
+    the 2-line script is the same for every paper rule)."""
+    import importlib
+    import inspect
+
+    digest = hashlib.sha256()
+    for name in functions:
+        where, _, attr = name.rpartition(".")
+        digest.update(inspect.getsource(getattr(importlib.import_module(where), attr)).encode())
+    return digest.hexdigest()[:16]

@@ -9,12 +9,11 @@
 ``viewer``   one self-contained HTML trace viewer.
 """
 
-LABELS = {"cot": "CoT", "sc": "SC", "consensus": "Cons.", "mad": "MAD", "dmad": "dMAD", "lmad": "LMAD",
-          "lmad-concrete": "Concrete", "lmad-always": "Always", "promptmad": "PromptMAD", "truemad": "TrueMAD",
-          "computemad": "ComputeMAD", "selfadvicemad": "Self-AdviceMAD", "dmad-manners": "dMAD-manners",
-          "truedmad": "TrueDMAD"}
+from ..registry import METHODS
+
 DATASET_LABELS = {"hotpotqa": "HotpotQA", "2wikimultihopqa": "2Wiki", "musique": "MuSiQue", "strategyqa": "StrategyQA"}
 
 
 def label(name: str) -> str:
-    return LABELS.get(name, DATASET_LABELS.get(name, name))
+    """A method's (lmad.registry) or a dataset's label in tables and figures."""
+    return METHODS[name].label if name in METHODS else DATASET_LABELS.get(name, name)

@@ -24,17 +24,16 @@ project's operationalization and are the ones tested.
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
 import numpy as np
 
+from .. import layout
 from ..answers import exact_match, majority_vote
 from ..schemas import read_table
 
 
 def correctness_by_round(golds: dict, paths: list[str]) -> dict[str, list[tuple[list[int], int]]]:
     """{qid: [(agent correct flags, strict-majority correct) per round]} for one method and dataset."""
-    dataset = Path(paths[0]).parts[-3]
+    dataset = layout.parse(paths[0]).dataset
     last: dict[str, list[str]] = {}
     out: dict[str, list] = {}
     for path in paths:

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import math
-import re
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from .. import layout
+from ..atomic import save_figure
 from ..answers import exact_match, majority_vote
 from ..stats import wilson_interval
 from . import label
@@ -26,10 +26,8 @@ def _plt():
 
 
 def save(fig, png: str, pdf: str, title: str) -> None:
-    for path in (png, pdf):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=150, metadata={"Title": title, "Software": None})
-    fig.savefig(pdf, metadata={"Title": title, "Creator": None, "Producer": None, "CreationDate": None})
+    save_figure(fig, png, dpi=150, metadata={"Title": title, "Software": None})
+    save_figure(fig, pdf, metadata={"Title": title, "Creator": None, "Producer": None, "CreationDate": None})
     _plt().close(fig)
 
 
@@ -130,9 +128,8 @@ def group_rounds(paths: list[str]) -> dict[tuple[str, str, str], list[str]]:
     """round{t}.parquet files → {(backbone, dataset, method): paths in round order}."""
     groups: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
     for p in paths:
-        parts = Path(p).parts
-        t = int(re.fullmatch(r"round(\d+)\.parquet", parts[-1]).group(1))
-        groups.setdefault((parts[-4], parts[-3], parts[-2]), []).append((t, p))
+        at = layout.parse(p)
+        groups.setdefault((at.backbone, at.dataset, at.method), []).append((at.round, p))
     return {k: [p for _, p in sorted(v)] for k, v in sorted(groups.items())}
 
 

@@ -11,29 +11,19 @@ paper's numbers show: Qwen2.5-7B HotpotQA +4.20 = 67.20 − 63.00 (MAD, the row'
 Avg. Δ +5.05 = 73.05 − 68.00 (Cons., the best macro-average). The best overall value of a row
 (LMAD included) is bold; the strongest baseline is underlined.
 
-Numbers are kept at full precision and rounded only for display, half-up to two decimals
-(the paper's convention: 74.335 → 74.34).
+Numbers are kept at full precision and rounded only for display (``lmad.display.fmt``: half-up
+to two decimals, the paper's convention: 74.335 → 74.34).
 """
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Mapping, Sequence
 
+from ..display import fmt
 from ..stats import macro_average
 from . import label
 
 AVG = "Avg."
-
-
-def fmt(x: float | None, signed: bool = False) -> str:
-    """Half-up two-decimal display of a percentage; '–' when missing."""
-    if x is None or not math.isfinite(x):
-        return "–"
-    d = Decimal(repr(round(x, 9))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-    if d == 0:
-        d = abs(d)
-    return f"{d:+}" if signed and d != 0 else f"{d}"
 
 
 def _argmax(values: Mapping[str, float], names: Sequence[str]) -> str | None:
@@ -145,11 +135,6 @@ def table2_block(acc: Mapping[tuple[str, str], float], datasets: Sequence[str], 
         macro[m] = macro_average(per) if per else None
     rows.append({"dataset": "Macro Avg.", "values": macro})
     return rows
-
-
-def markdown(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 
 
 def latex(header: list[str], rows: list[list[str]]) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from pathlib import Path
 
-
+from .. import layout
+from ..atomic import write_text
 from ..schemas import read_table
 from .figures import group_rounds
 
@@ -107,10 +107,7 @@ def render(title: str, questions: list[dict], judge_note: str = "") -> str:
 def write(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str], html: str,
           head=None) -> None:
     """``head`` (lmad.headline.Headline): the judge's validation, shown above every judge column."""
-    backbone = Path(judgments[0]).parts[-3] if judgments else ""
+    backbone = layout.parse(judgments[0]).backbone if judgments else ""
     note = f"{head.warning} {head.validation}".strip() if head else ""
     text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, traces, rounds), note)
-    Path(html).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(html).with_name(f".{Path(html).name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(html)
+    write_text(html, text)

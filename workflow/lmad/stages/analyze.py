@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ..atomic import save_figure, write_csv, write_text
+from ..display import fmt, markdown, pct
 from ..headline import headline, score_expr
 from ..judge_battery import cohen_kappa
 from ..schemas import read_table, write_table
@@ -71,19 +73,6 @@ def _macro(per_dataset: dict[str, float | None]) -> float | None:
     return macro_average(per_dataset)
 
 
-def _pct(x) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.2f}"
-
-
-def _signed(x) -> str:
-    return f"{100 * x:+.2f}"
-
-
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
-
-
 def _macro_of(summary: pl.DataFrame, method: str, column: str, datasets: list[str]) -> float | None:
     """Macro-average of one summary column over every dataset (None when a dataset lacks it)."""
     cells = {(r["dataset"]): r[column] for r in summary.filter(pl.col("method") == method).to_dicts()}
@@ -102,46 +91,44 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
 
     column = head.accuracy_column
     cell = {(r["dataset"], r["method"]): r[column] for r in summary.to_dicts()}
-    body = [[d] + [_pct(cell.get((d, m))) for m in methods] for d in datasets]
+    body = [[d] + [pct(cell.get((d, m))) for m in methods] for d in datasets]
     avg = {m: _macro({d: cell.get((d, m)) for d in datasets}) for m in methods}
-    body.append(["Avg."] + [_pct(avg[m]) for m in methods])
+    body.append(["Avg."] + [pct(avg[m]) for m in methods])
     deltas = delta_rows(judged, methods, bootstrap_resamples, seed, head.metric)
 
-    pl.DataFrame([{"metric": head.metric, **dict(zip(["dataset", *methods], row))} for row in body]).write_csv(table_csv)
-    pl.DataFrame(deltas, schema=["method", "avg", "best_other", "best_other_avg", "delta", "ci_lo", "ci_hi"],
-                 orient="row").with_columns(pl.lit(head.metric).alias("metric")).write_csv(
-        Path(table_csv).with_name("delta.csv"))
+    write_csv(table_csv, pl.DataFrame([{"metric": head.metric, **dict(zip(["dataset", *methods], row))}
+                                       for row in body]))
+    write_csv(Path(table_csv).with_name("delta.csv"),
+              pl.DataFrame(deltas, schema=["method", "avg", "best_other", "best_other_avg", "delta", "ci_lo", "ci_hi"],
+                           orient="row").with_columns(pl.lit(head.metric).alias("metric")))
     unscored = summary.group_by("method").agg(pl.col("n_unscored").sum(), pl.col("n").sum())
     unscored = {r["method"]: r for r in unscored.to_dicts()}
     cost = {(r["method"]): r for r in summary.group_by("method").agg(
         pl.col("calls_per_q").mean(), pl.col("completion_tokens_per_q").mean()).to_dicts()}
     text = [f"# {head.short} (%) — backbone `{backbone}`\n\n", head.banner(),
-            markdown_table(["Dataset", *methods], body),
+            markdown(["Dataset", *methods], body),
             f"\nΔ vs the best other method ({head.short}, macro-average, paired bootstrap 95% CI, "
             f"{bootstrap_resamples} resamples, seed {seed}):\n",
-            markdown_table(["Method", "Avg.", "Best other", "Δ [95% CI]"],
-                           [[d["method"], _pct(d["avg"]), d["best_other"],
-                             f"{_signed(d['delta'])} [{_signed(d['ci_lo'])}, {_signed(d['ci_hi'])}]"]
-                            for d in deltas]),
+            markdown(["Method", "Avg.", "Best other", "Δ [95% CI]"],
+                     [[d["method"], pct(d["avg"]), d["best_other"],
+                       f"{pct(d['delta'], True)} [{pct(d['ci_lo'], True)}, {pct(d['ci_hi'], True)}]"]
+                      for d in deltas]),
             "\nEvery metric (%, macro-average over datasets). Judge accuracy counts an unscored reply as "
             "incorrect; κ = Cohen's kappa between judge verdicts and EM on the same predictions (mean over "
             f"datasets). EM/F1 by each benchmark's official rules. The judge "
             f"{'passed' if head.judge_passed else 'FAILED'} validation.\n",
-            markdown_table(["Method", "Judge acc.", "Unscored", "κ (judge, EM)", "EM", "F1"],
-                           [[m, _pct(_macro_of(summary, m, "judge_acc", datasets)),
-                             f"{unscored[m]['n_unscored']}/{unscored[m]['n']}" if m in unscored else "–",
-                             _num(_macro_of(summary, m, "judge_em_kappa", datasets)),
-                             _pct(_macro_of(summary, m, "em", datasets)), _pct(_macro_of(summary, m, "f1", datasets))] for m in methods]),
+            markdown(["Method", "Judge acc.", "Unscored", "κ (judge, EM)", "EM", "F1"],
+                     [[m, pct(_macro_of(summary, m, "judge_acc", datasets)),
+                       f"{unscored[m]['n_unscored']}/{unscored[m]['n']}" if m in unscored else "–",
+                       fmt(_macro_of(summary, m, "judge_em_kappa", datasets)),
+                       pct(_macro_of(summary, m, "em", datasets)), pct(_macro_of(summary, m, "f1", datasets))]
+                      for m in methods]),
             "\nCost per question (mean over datasets):\n",
-            markdown_table(["Method", "Calls", "Generated tokens"],
-                           [[m, f"{cost[m]['calls_per_q']:.2f}", f"{cost[m]['completion_tokens_per_q']:.1f}"]
-                            for m in methods if m in cost])]
-    Path(table_md).write_text("".join(text))
+            markdown(["Method", "Calls", "Generated tokens"],
+                     [[m, fmt(cost[m]["calls_per_q"]), fmt(cost[m]["completion_tokens_per_q"], digits=1)]
+                      for m in methods if m in cost])]
+    write_text(table_md, "".join(text))
     log.info("wrote %s (headline %s)", table_md, head.metric)
-
-
-def _num(x) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{x:.2f}"
 
 
 def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: list[str], datasets: list[str],
@@ -168,6 +155,6 @@ def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: l
     ax.legend(ncols=min(len(methods), 4), fontsize="small")
     fig.tight_layout()
     meta = {"Title": head.label, "Subject": str(provenance)}
-    fig.savefig(png, dpi=150, metadata={"Title": meta["Title"]})
-    fig.savefig(pdf, metadata=meta)
+    save_figure(fig, png, dpi=150, metadata={"Title": meta["Title"]})
+    save_figure(fig, pdf, metadata=meta)
     plt.close(fig)

@@ -18,7 +18,7 @@ from collections import Counter
 
 from ..backends import open_backend
 from ..prompts import load_prompt
-from ..protocols.debate import prediction_rows, protocol, run_round
+from ..protocols.debate import debate_prediction_rows, protocol, run_round
 from ..schemas import read_table, write_table
 from .units import check_aligned, split_rows
 
@@ -72,7 +72,7 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
 def debate_predict(questions: str, samples: list[str], steps: list[str], final_state: str, predictions: str,
                    method: str, provenance: dict) -> None:
     """The final answers of ``method`` with the cost of all its calls over every round."""
-    rows = prediction_rows(read_table("questions", questions).to_dicts(), method,
+    rows = debate_prediction_rows(read_table("questions", questions).to_dicts(), method,
                            [r for p in samples for r in read_table("samples", p).to_dicts()],
                            [r for p in steps for r in read_table("debate_steps", p).to_dicts()],
                            read_table("debate_state", final_state).to_dicts())

@@ -3,10 +3,11 @@ judge's known-answer validation (``lmad.judge_battery``) with exactly the same r
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import polars as pl
 
+from .. import layout
+from ..atomic import write_text
 from ..answers import score, scoring_rules
 from ..backends import ChatRequest, open_backend
 from ..headline import validation_line
@@ -36,19 +37,25 @@ def judge_request(template: Prompt, question: dict, prediction: str, max_tokens:
 
 def judge(questions: list[str], predictions: list[str], prompt: str, judgments: list[str], model: dict,
           cache_dir: str, max_tokens: int, provenance: dict) -> None:
-    """Every method's predictions on every dataset in one batch. ``predictions`` holds the
-    same number of tables per dataset, grouped in the order of ``questions``; ``judgments[i]``
-    is the table of dataset i."""
-    if len(judgments) != len(questions) or not questions or len(predictions) % len(questions):
-        raise ValueError(f"judge: {len(predictions)} predictions tables and {len(judgments)} outputs do not "
-                         f"split evenly over {len(questions)} datasets")
-    per = len(predictions) // len(questions)
+    """Every method's predictions on every dataset in one batch. ``judgments[i]`` is the table
+    of the dataset of ``questions[i]``; each predictions table goes to the dataset its path
+    names (``lmad.layout``), in the order given."""
+    names = [layout.parse(q).dataset for q in questions]
+    if len(judgments) != len(questions) or not questions or [layout.parse(j).dataset for j in judgments] != names:
+        raise ValueError(f"judge: judgments {judgments} do not pair with the datasets of {questions}")
+    by_dataset: dict[str, list[str]] = {d: [] for d in names}
+    for p in predictions:
+        d = layout.parse(p).dataset
+        if d not in by_dataset:
+            raise ValueError(f"judge: predictions {p} of dataset {d!r}, which has no questions table here")
+        by_dataset[d].append(p)
     template = load_prompt(prompt)
     backend = open_backend(model, cache_dir)
     datasets = []
-    for u, path in enumerate(questions):
+    for d, path in zip(names, questions):
         qs = {q["qid"]: q for q in read_table("questions", path).to_dicts()}
-        preds = pl.concat([read_table("predictions", p) for p in predictions[u * per:(u + 1) * per]]).to_dicts()
+        tables = [read_table("predictions", p) for p in by_dataset[d]]
+        preds = pl.concat(tables).to_dicts() if tables else []
         datasets.append((qs, preds))
     asked = [(qs, p) for qs, preds in datasets for p in preds if p["prediction"].strip()]
     requests = [judge_request(template, qs[p["qid"]], p["prediction"], max_tokens) for qs, p in asked]
@@ -117,5 +124,5 @@ def judge_validation(questions: list[str], prompt: str, battery: str, validation
              "| Kind | Should be | Items | Judged correct | Unscored |", "|---|---|---|---|---|"]
     lines += [f"| {r['kind']} | {'correct' if r['expected'] else 'incorrect'} | {r['n']} | {r['said_correct']} | "
               f"{r['unscored']} |" for r in by_kind.to_dicts()]
-    Path(report).write_text("\n".join(lines) + "\n")
+    write_text(report, "\n".join(lines) + "\n")
     log.info("%s; %s", validation_line(summary), backend.stats() if backend else "no items")

@@ -28,17 +28,19 @@ from collections import Counter, defaultdict
 from ..answers import normalize_answer
 from ..backends import open_backend
 from ..prompts import load_prompt
+from ..cost import call_columns
 from ..protocols.lmad import controller, nodes as node_lib
-from ..protocols.lmad.batch import call_columns, run_batch
-from ..protocols.lmad.commit_guard import METHOD_POLICY, commit_guard
+from ..protocols.lmad.batch import run_batch
+from ..protocols.lmad.commit_guard import commit_guard
 from ..protocols.lmad.local_debate import run_debate
 from ..protocols.lmad.localize import localization_request, localization_row, parse_localization
 from ..protocols.lmad.relation_check import parse_verdict, relation_request
 from ..protocols.lmad.resolve import parse_repair, resolution_request
-from ..protocols.lmad.trace import build_trace, prediction_rows
+from ..protocols.lmad.trace import build_trace, lmad_prediction_rows
+from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
-from .units import check_aligned, split_rows
+from .units import check_aligned, check_unit_paths, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class _Units:
     def __init__(self, units: list, questions: list[str], **aligned: list[str] | None):
         self.names = [tuple(u) for u in units]
         check_aligned("lmad", len(self.names), questions=questions, **aligned)
+        check_unit_paths("lmad", self.names, questions=questions, **aligned)
         loaded: dict[str, dict] = {}
         for path in questions:
             if path not in loaded:
@@ -289,7 +292,7 @@ def commit(questions: list[str], samples: list[str], repairs: list[str], relatio
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
         verdicts = {r["qid"]: r["verdict"] for r in _table("lmad_relations", relations[u])}
-        decisions, states = _commit_unit(qs, METHOD_POLICY[method], _table("samples", samples[u]),
+        decisions, states = _commit_unit(qs, registered_method(method).policy, _table("samples", samples[u]),
                                          _table("lmad_repairs", repairs[u]), verdicts, _at(state, u), iteration,
                                          iterations, min_quote_words, relation, skipped)
         write_table("lmad_commits", decisions, commits[u], provenance)
@@ -343,6 +346,6 @@ def predict(questions: str, final_state: str, samples: list[str], chains: list[s
     ]
     rows = build_trace(qs, method, per_iteration)
     write_table("lmad_trace", rows, trace, provenance)
-    write_table("predictions", prediction_rows(qs, method, _table("lmad_state", final_state), rows),
+    write_table("predictions", lmad_prediction_rows(qs, method, _table("lmad_state", final_state), rows),
                 predictions, provenance)
     log.info("%s: %d predictions over %d iterations", method, len(qs), len(per_iteration))

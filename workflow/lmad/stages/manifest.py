@@ -28,8 +28,9 @@ import subprocess
 from pathlib import Path
 
 from .. import __version__
+from ..atomic import write_text
+from ..layout import shard_names
 from ..smk import stats_path
-from .shards import shard_names
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +139,6 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
     }
     out = Path(manifest)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(out)
+    write_text(out, json.dumps(record, indent=1) + "\n")
     log.info("manifest: config %s, model loads %s (%d stage logs)", record["config_sha256"][:16],
              record["model_loads"], len(logs))

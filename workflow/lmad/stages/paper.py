@@ -1,24 +1,26 @@
 """Rule ``paper`` and its parts (rules/paper.smk): tables and figures of every backbone, from
-saved Parquet only — no model calls. Each function is one rule's job; inputs are file lists
-laid out as ``results/{backbone}/{dataset}/...`` (the backbone is read from the path).
+saved Parquet only — no model calls. Each function is one rule's job; inputs are file lists of
+the results layout, and ``lmad.layout.parse`` says which backbone (dataset, method) each file is.
 
-``code`` is the rule's ``paper_code(...)`` param — a hash of the functions that make the artifact,
+``code`` is the rule's ``code_hash(...)`` param (lmad.smk) — a hash of the functions that make the artifact,
 so that editing one figure's or table's code reruns only its rule; the functions ignore it."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from .. import layout
+from ..atomic import write_csv, write_text
 from ..paper import headroom as hr
 from ..paper import label
-from ..paper.tables import (AVG, fmt, latex, markdown, table1_block, table1_frame_rows, table1_latex,
-                            table1_markdown, table2_block)
+from ..display import fmt, markdown
+from ..paper.tables import AVG, latex, table1_block, table1_frame_rows, table1_latex, table1_markdown, table2_block
 from ..headline import Headline, headline, score_expr
 from ..answers import normalize_answer
 from ..protocols.lmad.commit_guard import CHECKS as CHECK_ORDER
+from ..registry import TABLE2_METHODS
 from ..schemas import read_table
 from ..stats import macro_average, paired_bootstrap_diff
 
@@ -27,34 +29,22 @@ log = logging.getLogger(__name__)
 
 # ---- loading ----
 
-def _backbone(path: str, depth: int) -> str:
-    return Path(path).parts[-depth]
-
-
-def load(table: str, paths: list[str], depth: int) -> pl.DataFrame:
-    """Concatenate one table over files, adding ``backbone`` from each file's path."""
-    frames = [read_table(table, p).with_columns(pl.lit(_backbone(p, depth)).alias("backbone")) for p in paths]
+def load(table: str, paths: list[str]) -> pl.DataFrame:
+    """Concatenate one table over files, adding ``backbone`` from each file's place in the layout."""
+    frames = [read_table(table, p).with_columns(pl.lit(layout.parse(p).backbone).alias("backbone")) for p in paths]
     return pl.concat(frames, how="vertical") if frames else pl.DataFrame()
 
 
 def load_judgments(paths: list[str]) -> pl.DataFrame:
-    return load("judgments", paths, 3)
+    return load("judgments", paths)
 
 
-def _write(path: str, text: str) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+_write = write_text
 
 
 def _write_csv(path: str, rows: list[dict], columns: list[str] | None = None) -> None:
     """``columns`` keeps the header of an empty table."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-    frame = pl.DataFrame(rows) if rows or not columns else pl.DataFrame({c: [] for c in columns})
-    frame.write_csv(tmp)
-    tmp.replace(path)
+    write_csv(path, pl.DataFrame(rows) if rows or not columns else pl.DataFrame({c: [] for c in columns}))
 
 
 def read_headline(validation: str, metric: str) -> Headline:
@@ -123,7 +113,7 @@ def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, b
 
 # ---- Table 2 ----
 
-GATE_METHODS = ["lmad", "lmad-concrete", "lmad-always"]
+GATE_METHODS = TABLE2_METHODS
 
 
 def gate_activated(trace: pl.DataFrame) -> pl.DataFrame:
@@ -155,7 +145,7 @@ def guard_rejections(traces: list[str], questions: list[str]) -> list[dict]:
     Every check is recorded under every policy, so the lexical and the model relation check
     are counted side by side whatever ``lmad.guard.relation`` gated on."""
     golds = _golds(questions)
-    trace = load("lmad_trace", traces, 4).filter(pl.col("method") == "lmad")
+    trace = load("lmad_trace", traces).filter(pl.col("method") == "lmad")
     counts: dict[tuple[str, str], dict] = {}
     for r in trace.to_dicts():
         if not r["checks"]:
@@ -181,7 +171,7 @@ def table2(judgments: list[str], validation: str, traces: list[str], questions: 
            code: str = "") -> None:
     head = read_headline(validation, metric)
     judged = with_score(load_judgments(judgments), head.metric)
-    trace = load("lmad_trace", traces, 4)
+    trace = load("lmad_trace", traces)
     subset = gate_activated(trace)
     on_subset = judged.join(subset, on=["backbone", "dataset", "qid"], how="inner")
     rows, flat = [], []
@@ -227,7 +217,7 @@ def lmad_call_summary(traces: list[str]) -> dict[tuple[str, str], dict]:
     and the truncation rate (finish reason ``length``) of each role's calls."""
     if not traces:
         return {}
-    trace = load("lmad_trace", traces, 4)
+    trace = load("lmad_trace", traces)
     out: dict[tuple[str, str], dict] = {}
     for (b, m), sub in trace.group_by("backbone", "method"):
         tail: dict[str, dict[str, list[float]]] = {}
@@ -259,7 +249,7 @@ def cost_table(predictions: list[str], csv: str, md: str, backbones: list[str], 
     """Calls, prompt and generated tokens per question: mean per dataset, then macro-average.
     LMAD methods also show the auxiliary calls of the last iteration (spent after the last
     regeneration: they cannot change an answer) and the truncation rate per role."""
-    preds = load("predictions", predictions, 4)
+    preds = load("predictions", predictions)
     lmad = lmad_call_summary(list(traces))
     per = preds.group_by("backbone", "dataset", "method").agg(
         pl.col("calls").cast(pl.Float64).mean(), pl.col("prompt_tokens").cast(pl.Float64).mean(),
@@ -278,8 +268,8 @@ def cost_table(predictions: list[str], csv: str, md: str, backbones: list[str], 
             tail = extra.get("last_iteration_aux_calls_per_q")
             trunc = ", ".join(f"{r} {fmt(extra[f'truncated_{r}'])}" for r in ROLES
                               if extra.get(f"truncated_{r}") is not None)
-            rows.append([b, label(m), f"{vals['calls']:.2f}", f"{vals['prompt_tokens']:.1f}",
-                         f"{vals['completion_tokens']:.1f}", "–" if tail is None else f"{tail:.2f}",
+            rows.append([b, label(m), fmt(vals["calls"]), fmt(vals["prompt_tokens"], digits=1),
+                         fmt(vals["completion_tokens"], digits=1), fmt(tail),
                          trunc or "–"])
     _write_csv(csv, flat)
     _write(md, markdown(["Backbone", "Method", "Calls / q", "Prompt tokens / q", "Generated tokens / q",
@@ -318,10 +308,11 @@ def headroom_frame(questions: list[str], proposals: list[str], judgments: list[s
     for the others (SC's samples, LMAD's iteration 0)."""
     golds = _golds(questions)
     judged = load_judgments(judgments)
-    own = {(_backbone(p, 4), Path(p).parts[-3], Path(p).parts[-2]): p for p in rounds0}
+    own = {(at.backbone, at.dataset, at.method): p for p in rounds0 for at in [layout.parse(p)]}
     rows = []
     for path in proposals:
-        b, d = _backbone(path, 4), Path(path).parts[-3]
+        at = layout.parse(path)
+        b, d = at.backbone, at.dataset
         shared = _round0_answers(path)
         for m in methods:
             answers = _round0_answers(own[(b, d, m)]) if (b, d, m) in own else shared
@@ -424,7 +415,7 @@ def fig_pareto(judgments: list[str], validation: str, predictions: list[str], pn
                code: str = "") -> None:
     from ..paper import figures
     head = read_headline(validation, metric)
-    figures.pareto(with_score(load_judgments(judgments), head.metric), load("predictions", predictions, 4), png,
+    figures.pareto(with_score(load_judgments(judgments), head.metric), load("predictions", predictions), png,
                    pdf, backbones, datasets, methods, head)
 
 
@@ -437,7 +428,7 @@ def fig_rounds(questions: list[str], rounds: list[str], png: str, pdf: str, back
 def fig_trace(traces: list[str], judgments: list[str], questions: list[str], png: str, pdf: str,
               trace_questions: int, provenance: dict, code: str = "") -> None:
     from ..paper import figures
-    figures.lmad_trace(load("lmad_trace", traces, 4), load_judgments(judgments), _golds(questions), png, pdf,
+    figures.lmad_trace(load("lmad_trace", traces), load_judgments(judgments), _golds(questions), png, pdf,
                        trace_questions)
 
 

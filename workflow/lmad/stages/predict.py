@@ -4,16 +4,10 @@ from __future__ import annotations
 import logging
 
 from ..answers import majority_vote, normalize_answer
+from ..cost import total_cost
 from ..schemas import read_table, write_table
 
 log = logging.getLogger(__name__)
-
-
-def cost(rows: list[dict]) -> dict:
-    """Calls and tokens of a method for one question; cached calls count too, since a
-    fresh run of the method alone would have issued them."""
-    return {"calls": len(rows), "prompt_tokens": sum(r["prompt_tokens"] for r in rows),
-            "completion_tokens": sum(r["completion_tokens"] for r in rows)}
 
 
 def predict(questions: str, samples: str, predictions: str, method: str, provenance: dict) -> None:
@@ -30,6 +24,6 @@ def predict(questions: str, samples: str, predictions: str, method: str, provena
         out.append({"qid": q["qid"], "dataset": q["dataset"], "method": method, "prediction": answer,
                     "prediction_norm": normalize_answer(answer),
                     "stop_reason": "single" if len(rows) == 1 else ("vote_tie" if info["tie"] else "vote"),
-                    "stop_round": 0, **cost(rows)})
+                    "stop_round": 0, **total_cost(rows)})
     write_table("predictions", out, predictions, provenance)
     log.info("%s: %d predictions", method, len(out))

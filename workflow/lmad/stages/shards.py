@@ -17,16 +17,6 @@ from ..schemas import provenance_of, read_table, write_table
 log = logging.getLogger(__name__)
 
 
-def shard_name(dataset: str, shard) -> str:
-    """Shard ``shard`` of a dataset (an index, or a "{shard}" wildcard in a rule pattern)."""
-    return f"{dataset}.shard{shard}"
-
-
-def shard_names(dataset: str, shards: int) -> list[str]:
-    """The question sets a dataset runs as: itself, or its N shards."""
-    return [dataset] if shards == 1 else [shard_name(dataset, s) for s in range(shards)]
-
-
 def shard_data(questions: str, shard_questions: str, shard: int, shards: int, provenance: dict) -> None:
     """Question i of the dataset (in question-id order) goes to shard i mod N."""
     rows = read_table("questions", questions).sort("qid")

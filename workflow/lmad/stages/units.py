@@ -3,12 +3,26 @@ every path argument is a list aligned with the units, and rows of the batch go b
 the unit that asked for them."""
 from __future__ import annotations
 
+from .. import layout
+
 
 def check_aligned(stage: str, n: int, **paths: list[str] | None) -> None:
     """Every given path list has one entry per unit."""
     for name, value in paths.items():
         if value is not None and len(value) != n:
             raise ValueError(f"{stage}: {len(value)} {name} paths for {n} units")
+
+
+def check_unit_paths(stage: str, units: list[tuple[str, str]], **paths: list[str] | None) -> None:
+    """Every path of the results layout names its unit's dataset (or a shard of it) and, for a
+    method's own tables, its method: lists aligned by position fail here, not by mixing rows."""
+    for name, value in paths.items():
+        for (dataset, method), path in zip(units, value or []):
+            if not layout.in_results(path):  # a test's own files: nothing to check
+                continue
+            at = layout.parse(path)
+            if layout.configured_dataset(at.dataset) != dataset or at.method not in (None, method):
+                raise ValueError(f"{stage}: {name} path {path} is not of unit ({dataset}, {method})")
 
 
 def split_rows(n: int, owners: list[int], rows: list[dict]) -> list[list[dict]]:

@@ -3,12 +3,12 @@ family), each a :class:`~.spec.Protocol` — data — run round by round by one 
 engine (:func:`~.engine.run_round`). ``methods.PROTOCOLS`` maps config method names to
 protocols; rules/debate.smk runs one job per method and round.
 """
-from .decisions import STOP_REASONS
-from .engine import deal_notes, prediction_rows, run_round
+from .decisions import DEBATE_STOP_REASONS
+from .engine import deal_notes, debate_prediction_rows, run_round
 from .methods import PROTOCOLS, protocol
 from .spec import MANNERS, Protocol, Setting, resolve_setting
 
-__all__ = ["MANNERS", "PROTOCOLS", "STOP_REASONS", "Protocol", "Setting", "deal_notes", "prediction_rows",
+__all__ = ["MANNERS", "PROTOCOLS", "DEBATE_STOP_REASONS", "Protocol", "Setting", "deal_notes", "debate_prediction_rows",
            "protocol", "resolve_setting", "run_round", "setting_of"]
 
 

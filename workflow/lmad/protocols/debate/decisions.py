@@ -29,7 +29,7 @@ MODERATOR_SCHEMA = {
 }
 
 #: Every stop reason a debate prediction can carry.
-STOP_REASONS = ("vote", "vote_tie", "consensus", "judge", "moderator", "moderator_fallback")
+DEBATE_STOP_REASONS = ("vote", "vote_tie", "consensus", "judge", "moderator", "moderator_fallback")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The one batched round engine: runs round t of any :class:`~.spec.Protocol`.
 
-Every call of a stage is a :class:`Chain` (an agent's turn, an advice, a judgment): a
+Every call of a stage is a :class:`CallSequence` (an agent's turn, an advice, a judgment): a
 short list of steps where step k sees the outputs of steps < k. The engine sends step k
 of every chain of a stage — all active questions x all agents — as ONE
 ``backend.generate`` batch, so a MAD round is one batch, a TrueMAD round two (advice,
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ...answers import extract_answer, normalize_answer
+from ...cost import call_columns, cost_per_question
 from ...backends import Backend, ChatRequest, Completion
 from ...prompts import Prompt
 from ...solver import derive_seed, job_yes_no
@@ -39,13 +40,8 @@ from .spec import (ADVICE_ROLES, ANSWER, MANNERS, MODERATOR_ROLE, Advise, Judge,
 NO_AGENT = -1  # the judge and the moderator
 
 
-def call_columns(c: Completion) -> dict:
-    return {"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-            "finish_reason": c.finish_reason, "cached": c.cached}
-
-
 @dataclass
-class Chain:
+class CallSequence:
     """One call sequence. ``answers``: its last step is the agent's round response."""
 
     qid: str
@@ -74,7 +70,7 @@ class Chain:
         return self.completions[-1].text
 
 
-def run_chains(backend: Backend, chains: Sequence[Chain], prompts: dict[str, Prompt]) -> int:
+def run_chains(backend: Backend, chains: Sequence[CallSequence], prompts: dict[str, Prompt]) -> int:
     """Step k of every chain in one ``generate``; returns the number of calls."""
     calls = 0
     for k in range(max((len(c.steps) for c in chains), default=0)):
@@ -140,16 +136,16 @@ class _Round:
     def previous(self, qid: str) -> dict[int, str]:
         return {a: r["response"] for a, r in self.prev.get(qid, {}).items()}
 
-    def agent_chain(self, qid: str, agent: int, name: str, steps: tuple[Step, ...], fields: dict) -> Chain:
+    def agent_chain(self, qid: str, agent: int, name: str, steps: tuple[Step, ...], fields: dict) -> CallSequence:
         seeds = tuple(self.seed_of(qid, "debate", self.t, agent, s.name) for s in steps)
-        return Chain(qid, name, agent, steps, seeds, self.temperatures[agent], self.max_tokens,
+        return CallSequence(qid, name, agent, steps, seeds, self.temperatures[agent], self.max_tokens,
                      self.base(qid) | fields, answers=True)
 
-    def run(self, backend: Backend, chains: list[Chain]) -> list[Chain]:
+    def run(self, backend: Backend, chains: list[CallSequence]) -> list[CallSequence]:
         self.calls += run_chains(backend, chains, self.prompts)
         return chains
 
-    def record(self, chains: list[Chain]) -> None:
+    def record(self, chains: list[CallSequence]) -> None:
         for c in chains:
             for k, (step, completion) in enumerate(zip(c.steps, c.completions)):
                 if c.answers and k == len(c.steps) - 1:
@@ -163,7 +159,7 @@ class _Round:
                         "parsed": c.verdict.as_json() if c.verdict else "",
                         "parse_error": c.verdict.error if c.verdict else "", **call_columns(completion)})
 
-    def answer_row(self, c: Chain, completion: Completion) -> dict:
+    def answer_row(self, c: CallSequence, completion: Completion) -> dict:
         answer, how = extract_answer(completion.text, yes_no=self.yes_no(c.qid))
         return {"qid": c.qid, "stage": self.method, "round": self.t, "agent": c.agent,
                 "temperature": float(c.temperature), "seed": c.seeds[-1], "response": completion.text,
@@ -178,7 +174,7 @@ class _Round:
 # ------------------------------------------------------------------- one function per stage
 
 def _solve(stage: Solve, rnd: _Round, backend: Backend) -> None:
-    chains = [Chain(qid, "solve", a, (Step(ANSWER, "solver"),), (rnd.seed_of(qid, a),), rnd.temperatures[a],
+    chains = [CallSequence(qid, "solve", a, (Step(ANSWER, "solver"),), (rnd.seed_of(qid, a),), rnd.temperatures[a],
                     rnd.max_tokens, rnd.base(qid) | {"committed": ""}, answers=True)
               for qid in rnd.active for a in rnd.agents]
     rnd.record(rnd.run(backend, chains))
@@ -216,7 +212,7 @@ def _advise(stage: Advise, rnd: _Round, backend: Backend) -> None:
                 jobs = [(NO_AGENT, s, fields | {"responses": views.labelled(prev, label)}) for s in range(k - 1)]
             else:  # K-1 critiques of the agent's own response
                 jobs = [(a, s, fields) for s in range(k - 1)]
-            chains += [Chain(qid, name, a, (step,), (rnd.seed_of(qid, name, rnd.t, a, r, s),), rnd.temperatures[a],
+            chains += [CallSequence(qid, name, a, (step,), (rnd.seed_of(qid, name, rnd.t, a, r, s),), rnd.temperatures[a],
                              rnd.aux_max_tokens["advice"], f, target=r, slot=s) for r, s, f in jobs]
     rnd.run(backend, chains)
     for qid in rnd.active:
@@ -253,8 +249,8 @@ def _turn(stage: Turn, rnd: _Round, backend: Backend) -> None:
     rnd.record(rnd.run(backend, chains))
 
 
-def _verdict_chains(rnd: _Round, qids: list[str], name: str, role: str, schema: dict, max_tokens: int) -> list[Chain]:
-    return [Chain(qid, name, NO_AGENT, (Step(name, role),), (rnd.seed_of(qid, name, rnd.t),), 0.0, max_tokens,
+def _verdict_chains(rnd: _Round, qids: list[str], name: str, role: str, schema: dict, max_tokens: int) -> list[CallSequence]:
+    return [CallSequence(qid, name, NO_AGENT, (Step(name, role),), (rnd.seed_of(qid, name, rnd.t),), 0.0, max_tokens,
                   rnd.base(qid) | {"debate": views.labelled({a: r["response"] for a, r in rnd.current[qid].items()},
                                                             rnd.protocol.label)},
                   constraint={"json": schema})
@@ -356,17 +352,12 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
 
 # ------------------------------------------------------------------------- predictions
 
-def prediction_rows(questions: Sequence[dict], method: str, samples: Sequence[dict], steps: Sequence[dict],
+def debate_prediction_rows(questions: Sequence[dict], method: str, samples: Sequence[dict], steps: Sequence[dict],
                     final_state: Sequence[dict]) -> list[dict]:
     """One ``predictions`` row per question: the final state's answer, and the cost of
     ALL the method's calls over every round (shared proposals and cached calls included,
     since a fresh run of the method alone would issue them)."""
-    cost: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-    for row in (*samples, *steps):
-        c = cost[row["qid"]]
-        c["calls"] += 1
-        c["prompt_tokens"] += row["prompt_tokens"]
-        c["completion_tokens"] += row["completion_tokens"]
+    cost = cost_per_question((*samples, *steps))
     state = {s["qid"]: s for s in final_state}
     out = []
     for q in questions:

@@ -1,4 +1,5 @@
-"""Every debate method, as data. Config ``methods`` names them; adding one is one entry.
+"""Every debate method, as data. Config ``methods`` names them; adding one is one entry here
+(plus its prompts): ``lmad.registry`` lists it with the other methods.
 
 Per-question solver/auxiliary calls at the defaults (3 agents, R = 2 revision rounds;
 round 0 of the MAD family is the shared self-consistency proposals, counted too):
@@ -29,12 +30,15 @@ _DIVERGENT_ROUND = (Turn(0, "debate_affirmative"), Turn(1, "debate_negative"), J
 
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in [
     Protocol("mad", "MAD", opening=_MAD_OPENING, exchange=(Revise(),)),
-    Protocol("consensus", "Consensus", opening=_MAD_OPENING, exchange=(Revise(),), stop="consensus"),
-    Protocol("promptmad", "promptMAD", opening=_MAD_OPENING, exchange=(Revise("debate_engage"),)),
+    Protocol("consensus", "Consensus", opening=_MAD_OPENING, exchange=(Revise(),), stop="consensus",
+             short="Cons."),
+    Protocol("promptmad", "promptMAD", opening=_MAD_OPENING, exchange=(Revise("debate_engage"),),
+             short="PromptMAD"),
     Protocol("truemad", "TrueMAD", opening=_MAD_OPENING, exchange=(Advise("peer"), Revise())),
     Protocol("computemad", "ComputeMAD", opening=_MAD_OPENING, exchange=(Advise("notes"), Revise())),
     Protocol("selfadvicemad", "Self-AdviceMAD", opening=_MAD_OPENING, exchange=(Advise("self"), Revise())),
-    Protocol("dmad-manners", "DMAD", opening=(Reason(),), exchange=(Reason(),), manners=DMAD_MANNERS),
+    Protocol("dmad-manners", "DMAD", opening=(Reason(),), exchange=(Reason(),), manners=DMAD_MANNERS,
+             short="dMAD-manners"),
     Protocol("truedmad", "TrueDMAD", opening=(Reason(),), exchange=(Advise("peer"), Reason()),
              manners=DMAD_MANNERS),
     Protocol("dmad", "dMAD", opening=_DIVERGENT_ROUND, exchange=_DIVERGENT_ROUND, stop="judge",

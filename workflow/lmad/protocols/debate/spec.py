@@ -141,6 +141,7 @@ class Protocol:
     ``agents`` fixes the agent count (dMAD's two sides); otherwise it comes from config.
     ``manners`` is the default manner cycle of ``Reason`` stages (agent i gets
     ``manners[i % len]``).
+    ``short`` is the method's label in tables and figures (default: ``title``).
     """
 
     name: str
@@ -152,6 +153,7 @@ class Protocol:
     agents: int | None = None
     labels: tuple[str, ...] = ()
     manners: tuple[str, ...] = ()
+    short: str = ""
 
     def __post_init__(self):
         if self.stop not in STOPS:

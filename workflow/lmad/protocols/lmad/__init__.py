@@ -15,6 +15,6 @@ Per question and iteration ℓ, with committed state P (empty at ℓ = 0):
 The three commit policies are three methods sharing every common call through the
 call cache.
 """
-from .commit_guard import METHOD_POLICY, POLICIES
+from .commit_guard import POLICIES
 
-__all__ = ["METHOD_POLICY", "POLICIES"]
+__all__ = ["POLICIES"]

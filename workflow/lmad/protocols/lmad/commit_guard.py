@@ -4,7 +4,7 @@ Every check runs under every policy and is recorded (``check``, ``passed``,
 ``required``, ``detail``); the policy only decides which checks gate admission:
 
 =========  ====================  =============================================
-policy     method                admits when
+policy     method (lmad.registry) admits when
 =========  ====================  =============================================
 strict     ``lmad``              concrete ∧ relation_model ∧ evidence
                                  (``lmad.guard.relation: lexical``: concrete ∧
@@ -70,7 +70,6 @@ from dataclasses import asdict, dataclass
 from .resolve import Repair
 
 POLICIES = ("strict", "concrete", "always")
-METHOD_POLICY = {"lmad": "strict", "lmad-concrete": "concrete", "lmad-always": "always"}
 RELATION_MODES = ("model", "lexical")
 REQUIRED = {"strict": {"model": ("concrete", "relation_model", "evidence"),
                        "lexical": ("concrete", "subject", "relation", "evidence")},

@@ -32,7 +32,7 @@ from .commit_guard import GuardResult
 
 AGREEMENT, GUARD_REJECTED, BUDGET = "agreement", "guard_rejected", "budget"
 RESOLVER_TRUNCATED = "resolver_truncated"
-STOP_REASONS = (AGREEMENT, RESOLVER_TRUNCATED, GUARD_REJECTED, BUDGET)
+LMAD_STOP_REASONS = (AGREEMENT, RESOLVER_TRUNCATED, GUARD_REJECTED, BUDGET)
 
 
 def skips_auxiliary(iteration: int, iterations: int, guard_last_iteration: bool) -> bool:

@@ -16,7 +16,8 @@ import re
 from ...backends import Backend, ChatRequest
 from ...prompts import Prompt, format_committed, format_context
 from ...solver import derive_seed
-from .batch import call_columns, run_batch
+from ...cost import call_columns
+from .batch import run_batch
 from .nodes import format_chain
 
 _MARKER = re.compile(r"position\s*[:：]", re.IGNORECASE)

@@ -115,7 +115,7 @@ def answer_node(answer: str) -> str:
 
 
 @dataclass
-class Chain:
+class ClaimChain:
     nodes: list[str]                  # the chain used downstream (Z_i)
     raw_nodes: list[str] = field(default_factory=list)
     node_flags: list[list[str]] = field(default_factory=list)
@@ -123,18 +123,18 @@ class Chain:
     fallback: str = ""                # "" | "sentence_split" | "answer_only"
 
 
-def build_chain(output: str, rationale: str, answer: str, max_nodes: int, max_words: int) -> Chain:
+def build_chain(output: str, rationale: str, answer: str, max_nodes: int, max_words: int) -> ClaimChain:
     """Parse the extractor's output, run the quality check, and fall back if needed."""
     items, error = parse_claims(output)
     raw, flags = quality_flags(items, max_nodes, max_words)
     nodes = [t for t, f in zip(raw, flags) if not DROPPED.intersection(f)]
     if nodes:
-        return Chain(nodes, raw, flags, error)
+        return ClaimChain(nodes, raw, flags, error)
     split, split_flags = quality_flags(split_sentences(rationale), max_nodes, max_words)
     nodes = [t for t, f in zip(split, split_flags) if not DROPPED.intersection(f)]
     if nodes:
-        return Chain(nodes, raw, flags, error, SENTENCE_SPLIT)
-    return Chain([answer_node(answer)], raw, flags, error, ANSWER_ONLY)
+        return ClaimChain(nodes, raw, flags, error, SENTENCE_SPLIT)
+    return ClaimChain([answer_node(answer)], raw, flags, error, ANSWER_ONLY)
 
 
 def format_chain(nodes: list[str], indent: str = "  ") -> str:

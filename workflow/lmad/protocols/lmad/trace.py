@@ -14,25 +14,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ...cost import COST_COLUMNS, cost_per_question
+
 # stage table → the role of its calls
 CALL_TABLES = {"samples": "solver", "chains": "extractor", "localizations": "localizer", "positions": "debater",
                "repairs": "resolver", "relations": "relation"}
-COST = ("calls", "prompt_tokens", "completion_tokens")
 
 
 def iteration_cost(tables: dict[str, list[dict]]) -> tuple[dict[str, dict[str, int]], dict[str, list[dict]]]:
     """Per question: summed cost, and the call log (role, agent, finish reason, tokens)."""
-    cost: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COST, 0))
     log: dict[str, list[dict]] = defaultdict(list)
     for name, role in CALL_TABLES.items():
         for r in tables.get(name, []):
-            c = cost[r["qid"]]
-            c["calls"] += 1
-            c["prompt_tokens"] += r["prompt_tokens"]
-            c["completion_tokens"] += r["completion_tokens"]
             log[r["qid"]].append({"role": role, "agent": r.get("agent", -1), "finish_reason": r["finish_reason"],
                                   "prompt_tokens": r["prompt_tokens"], "completion_tokens": r["completion_tokens"]})
-    return cost, log
+    return cost_per_question(r for name in CALL_TABLES for r in tables.get(name, [])), log
 
 
 def build_trace(questions: dict[str, dict], method: str, per_iteration: list[dict[str, list[dict]]]) -> list[dict]:
@@ -75,12 +71,12 @@ def build_trace(questions: dict[str, dict], method: str, per_iteration: list[dic
     return rows
 
 
-def prediction_rows(questions: dict[str, dict], method: str, final_state: list[dict], trace: list[dict]) -> list[dict]:
+def lmad_prediction_rows(questions: dict[str, dict], method: str, final_state: list[dict], trace: list[dict]) -> list[dict]:
     if {s["qid"] for s in final_state} != set(questions):
         raise ValueError("the final LMAD state does not cover exactly the questions")
-    totals: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COST, 0))
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COST_COLUMNS, 0))
     for r in trace:
-        for key in COST:
+        for key in COST_COLUMNS:
             totals[r["qid"]][key] += r[key]
     out = []
     for s in sorted(final_state, key=lambda s: s["qid"]):

@@ -1,0 +1,78 @@
+"""lmad.layout builds every results path and parses it back; lmad.registry knows every method
+the config schema accepts."""
+import pathlib
+
+import pytest
+import yaml
+from hypothesis import given, strategies as st
+
+from lmad import layout
+from lmad.registry import METHODS, TABLE2_METHODS, names
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+name = st.from_regex(r"[a-z0-9][a-z0-9._-]{0,12}", fullmatch=True).filter(lambda s: s not in ("data", "results"))
+
+
+@given(b=name, d=name, m=name, k=st.integers(0, 99), stage=name)
+def test_builders_and_parse_are_inverse(b, d, m, k, stage):
+    assert layout.parse(layout.questions(d)) == layout.Location("questions", dataset=d)
+    assert layout.parse(layout.questions(d, b)) == layout.Location("questions", backbone=b, dataset=d)
+    assert layout.parse(layout.samples(b, d, stage)) == layout.Location("samples", b, d, stage=stage)
+    assert layout.parse(layout.predictions(b, d, m)) == layout.Location("predictions", b, d, m)
+    assert layout.parse(layout.judgments(b, d)) == layout.Location("judgments", b, d)
+    assert layout.parse(layout.lmad_table(b, d, m, k, stage)) == layout.Location("lmad_table", b, d, m, stage, k)
+    assert layout.parse(layout.lmad_trace(b, d, m)) == layout.Location("lmad_trace", b, d, m)
+    for part in ("", "_steps", "_state"):
+        assert layout.parse(layout.debate_round(b, d, m, k, part)) == layout.Location(
+            "debate_round", b, d, m, round=k, part=part)
+
+
+def test_paths_users_see():
+    """The layout README "Outputs" documents; a change here is a change users see."""
+    assert layout.questions("hotpotqa") == "results/data/hotpotqa.parquet"
+    assert layout.questions("hotpotqa.shard1", "qwen") == "results/qwen/data/hotpotqa.shard1.parquet"
+    assert layout.samples("qwen", "musique", "proposals") == "results/qwen/musique/samples/proposals.parquet"
+    assert layout.predictions("qwen", "musique", "lmad") == "results/qwen/musique/predictions/lmad.parquet"
+    assert layout.judgments("qwen", "musique") == "results/qwen/musique/judgments.parquet"
+    assert layout.lmad_table("qwen", "musique", "lmad", 2, "state") == "results/qwen/musique/lmad/iter2/state.parquet"
+    assert layout.lmad_trace("qwen", "musique", "lmad") == "results/qwen/musique/lmad/trace.parquet"
+    assert layout.debate_round("qwen", "musique", "mad", 1, "_steps") == "results/qwen/musique/mad/round1_steps.parquet"
+    assert layout.analysis("qwen", "table.md") == "results/qwen/analysis/table.md"
+    assert layout.judge_validation("judge", "validation.md") == "results/judge/judge/validation.md"
+    assert layout.paper("table1.md") == "results/paper/table1.md"
+    assert layout.MANIFEST == "results/manifest.json"
+
+
+def test_parse_reads_the_end_of_a_path():
+    """Tables kept outside ./results (tests, tools) parse the same."""
+    at = layout.parse("/tmp/x/y/qwen/2wikimultihopqa/mad/round0.parquet")
+    assert (at.backbone, at.dataset, at.method, at.round) == ("qwen", "2wikimultihopqa", "mad", 0)
+    with pytest.raises(ValueError, match="not a path of the results layout"):
+        layout.parse("results/qwen/analysis/table.md")
+
+
+def test_schema_method_enums_are_the_registry():
+    schema = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())
+    props = schema["properties"]
+    assert sorted(props["methods"]["items"]["enum"]) == sorted(METHODS)
+    assert sorted(props["debate"]["properties"]["methods"]["propertyNames"]["enum"]) == sorted(names("debate"))
+
+
+def test_registry():
+    assert names("single") == ["cot", "sc"]
+    assert names("lmad") == TABLE2_METHODS == ["lmad", "lmad-concrete", "lmad-always"]
+    assert {m.rule for m in METHODS.values()} == {"predict", "lmad_predict", "debate_predict"}
+    assert all(m.protocol is not None for m in METHODS.values() if m.family == "debate")
+    assert [m.label for m in METHODS.values()] == [
+        "CoT", "SC", "LMAD", "Concrete", "Always", "MAD", "Cons.", "PromptMAD", "TrueMAD", "ComputeMAD",
+        "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD"]
+
+
+def test_a_misaligned_unit_list_fails():
+    from lmad.stages.units import check_unit_paths
+
+    units = [("hotpotqa", "lmad"), ("hotpotqa", "lmad-always")]
+    good = [layout.lmad_table("b", "hotpotqa.shard1", m, 0, "state") for _, m in units]
+    check_unit_paths("lmad", units, state=good, questions=[layout.questions("hotpotqa.shard1")] * 2)
+    with pytest.raises(ValueError, match="is not of unit"):
+        check_unit_paths("lmad", units, state=good[::-1])

@@ -1,0 +1,26 @@
+"""Checks of a workflow config that its JSON schema cannot express; rules/common.smk runs them
+before any job, so a mistake fails at once and names its key."""
+from __future__ import annotations
+
+from .protocols.debate import setting_of
+from .registry import method
+
+
+def check_config(config: dict, allow_test_double: bool) -> None:
+    # The deterministic test double exists for the test suite; a user config cannot use it.
+    if not allow_test_double:
+        for name, model in config["models"].items():
+            if model["backend"] == "scripted":
+                raise ValueError(
+                    f"config models.{name}.backend: 'scripted' is the test double and is only "
+                    "allowed in the test suite (LMAD_ALLOW_TEST_DOUBLE=1)"
+                )
+    for name in [*config["backbones"], config["judge"]["model"]]:
+        if name not in config["models"]:
+            raise ValueError(f"config: model {name!r} is used but not defined under 'models'")
+    for name in config.get("backbone_n") or {}:
+        if name not in config["backbones"]:
+            raise ValueError(f"config backbone_n.{name}: not one of the backbones {config['backbones']}")
+    for name in config["methods"]:
+        if method(name).family == "debate":
+            setting_of(name, config)  # a bad per-method setting fails here, naming the key

@@ -1,0 +1,82 @@
+"""Every method of the pipeline, by its config name: the one place that says what a method is.
+
+=========  ================================================  ================  ==========
+family     methods                                           predicted by      runs
+=========  ================================================  ================  ==========
+single     ``cot``, ``sc``                                   rule predict      a vote over one samples table
+lmad       ``lmad``, ``lmad-concrete``, ``lmad-always``      rule lmad_predict the LMAD stages, one commit policy each
+debate     every protocol of lmad.protocols.debate.methods   rule debate_predict  round by round
+=========  ================================================  ================  ==========
+
+The rules (wildcard constraints, which predictions rule serves a method, which tables
+exist), the paper (labels, Table 2's columns) and a test of the config schema's method
+enum all read this table. A debate method that reuses existing stage kinds is one
+``Protocol`` entry (plus its prompts); an LMAD guard policy is one entry here plus its
+checks in ``commit_guard.REQUIRED``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .protocols.debate.methods import PROTOCOLS
+from .protocols.debate.spec import Protocol
+from .protocols.lmad.commit_guard import POLICIES
+
+FAMILIES = ("single", "lmad", "debate")
+#: The rule that writes each family's predictions (rules/generate.smk, lmad.smk, debate.smk).
+PREDICT_RULE = {"single": "predict", "lmad": "lmad_predict", "debate": "debate_predict"}
+
+
+@dataclass(frozen=True)
+class Method:
+    """``samples``: the samples stage a single-round method votes over; ``policy``: an LMAD
+    method's commit policy; ``protocol``: a debate method's protocol. ``table2``: a column of
+    Table 2 (the gate-activated subset), which needs every such method in the run."""
+
+    name: str
+    family: str
+    label: str
+    samples: str | None = None
+    policy: str | None = None
+    protocol: Protocol | None = None
+    table2: bool = False
+
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"method {self.name}: unknown family {self.family!r}")
+        if self.policy is not None and self.policy not in POLICIES:
+            raise ValueError(f"method {self.name}: unknown commit policy {self.policy!r}")
+
+    @property
+    def rule(self) -> str:
+        return PREDICT_RULE[self.family]
+
+
+def _debate(p: Protocol) -> Method:
+    return Method(p.name, "debate", p.short or p.title, protocol=p)
+
+
+METHODS: dict[str, Method] = {m.name: m for m in [
+    Method("cot", "single", "CoT", samples="cot"),
+    Method("sc", "single", "SC", samples="proposals"),
+    Method("lmad", "lmad", "LMAD", policy="strict", table2=True),
+    Method("lmad-concrete", "lmad", "Concrete", policy="concrete", table2=True),
+    Method("lmad-always", "lmad", "Always", policy="always", table2=True),
+    *(_debate(p) for p in PROTOCOLS.values()),
+]}
+
+
+def method(name: str) -> Method:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown method {name!r}; known: {sorted(METHODS)}") from None
+
+
+def names(family: str, among=None) -> list[str]:
+    """Methods of one family, in registry order (restricted to ``among`` when given)."""
+    return [m.name for m in METHODS.values() if m.family == family and (among is None or m.name in among)]
+
+
+#: Table 2's columns, in order.
+TABLE2_METHODS = [m.name for m in METHODS.values() if m.table2]
