@@ -293,3 +293,34 @@ def test_a_failing_job_fails_the_run(cluster, workdir_on_slurm):
     assert "Error in rule judge" in out and "failed" in out
     assert "no_such_field" in (workdir / "logs" / "scripted" / "judge.log").read_text()
     assert "no_such_field" in (workdir / "logs" / "judge_validation" / "scripted.log").read_text()
+
+
+def test_a_served_model_gets_one_server_job(cluster, tmp_path):
+    """Served mode under the SLURM profile: the first client job submits the server as its
+    own SLURM job, every other job of the model finds its published address, and the run's
+    end cancels it. The server is tests/fake_vllm (vLLM's OpenAI server, answered by the
+    test double), on the jobs' PYTHONPATH."""
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "config.json").write_text("{}")
+    models = {"smol": {"backend": "vllm", "model": str(weights), "serve": True, "serve_timeout_s": 240}}
+    config = make_config(tmp_path, n=2, models=models, backbones=["smol"], methods=("cot", "sc"))
+    config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
+    write_config(tmp_path, config)
+    cluster = {**cluster, "env": {**cluster["env"], "PYTHONPATH": os.pathsep.join(
+        [str(REPO / "tests" / "fake_vllm"), str(REPO / "workflow"), os.environ.get("PYTHONPATH", "")])}}
+    proc = run_on_slurm(cluster, tmp_path)
+    out = proc.stdout + proc.stderr
+    print(f"served SLURM run took {proc.seconds:.0f} s")
+    assert proc.returncode == 0, out[-8000:]
+    # client jobs asked for no GPU and all went through sbatch
+    submitted = SUBMITTED.findall(out)
+    assert {re.search(r"slurm_logs/rule_(\w+)/", log).group(1) for _, log in submitted} == REMOTE_RULES
+    server_log = (tmp_path / "logs" / "serve" / "smol.log").read_text()
+    assert server_log.count("serving: ") == 1 and "--host 0.0.0.0" in server_log
+    servers = _run(["squeue", "--states=all", "-h", "-n", "lmad-serve-smol", "-o", "%i %T"],
+                   env=cluster["env"]).stdout.split("\n")
+    servers = [line.split() for line in servers if line.strip()]
+    assert len(servers) == 1 and servers[0][1] in ("CANCELLED", "COMPLETING", "COMPLETED"), servers
+    assert not list((tmp_path / ".lmad" / "serve").glob("*.json"))
+    assert (tmp_path / "results" / "smol" / "analysis" / "table.md").stat().st_size > 0

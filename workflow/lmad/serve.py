@@ -98,7 +98,8 @@ def launch(spec_file: str, address_file: str) -> None:
 
     host = "127.0.0.1" if spec.get("_local") else "0.0.0.0"
     port = _free_port()
-    address = "127.0.0.1" if spec.get("_local") else socket.getfqdn()
+    # the node's host name, which the cluster's other nodes resolve (getfqdn can say "localhost")
+    address = "127.0.0.1" if spec.get("_local") else socket.gethostname()
     _write_json(Path(address_file), {"url": f"http://{address}:{port}/v1", "pid": os.getpid(),
                                      "host": socket.gethostname()})
     argv = server_argv(spec, host, port, on_cpu=bool(current_platform.is_cpu()))
