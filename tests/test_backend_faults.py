@@ -10,11 +10,11 @@ import sys
 import threading
 import time
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from conftest import REPO, stored_calls
+from json_http import JsonHandler, serve_local
 from lmad.backends import ChatRequest, open_backend
 from lmad.backends.base import BackendError
 from lmad.backends.openai_backend import OpenAIBackend
@@ -45,19 +45,7 @@ class FaultServer:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, blob):
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(blob)))
-                self.end_headers()
-                self.wfile.write(blob)
-
+        class Handler(JsonHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 user = body["messages"][-1]["content"]
@@ -78,11 +66,8 @@ class FaultServer:
                 with server.lock:
                     server.answered.append(user)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd, self.url = serve_local(Handler)
         self.httpd.handle_error = lambda *a: None  # a client killed mid-reply is expected here
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def close(self):
         self.httpd.shutdown()

@@ -1,10 +1,10 @@
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from json_http import JsonHandler, serve_local
 from lmad.backends.base import ChatRequest
 from lmad.backends.openai_backend import OpenAIBackend, OpenAIBackendError, request_body
 
@@ -24,20 +24,7 @@ class FakeServer:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, payload):
-                blob = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(blob)))
-                self.end_headers()
-                self.wfile.write(blob)
-
+        class Handler(JsonHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
@@ -73,11 +60,7 @@ class FakeServer:
                     with server.lock:
                         server.in_flight -= 1
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self.thread.start()
+        self.httpd, self.url = serve_local(Handler)
 
     def close(self):
         self.httpd.shutdown()
