@@ -309,7 +309,9 @@ def test_a_served_model_gets_one_server_job(cluster, tmp_path):
     write_config(tmp_path, config)
     cluster = {**cluster, "env": {**cluster["env"], "PYTHONPATH": os.pathsep.join(
         [str(REPO / "tests" / "fake_vllm"), str(REPO / "workflow"), os.environ.get("PYTHONPATH", "")])}}
-    proc = run_on_slurm(cluster, tmp_path)
+    # one client job at a time: this node's 2 CPUs must leave one for the server job, or the
+    # waiting clients would hold the CPUs it needs (README "Model loads and served mode")
+    proc = run_on_slurm(cluster, tmp_path, "--jobs", "1")
     out = proc.stdout + proc.stderr
     print(f"served SLURM run took {proc.seconds:.0f} s")
     assert proc.returncode == 0, out[-8000:]

@@ -165,9 +165,9 @@ def serves(url: str | None, name: str, timeout_s: float = 5.0) -> bool:
     return isinstance(models, list) and any(isinstance(m, dict) and m.get("id") == name for m in models)
 
 
-def _slurm_state(job: str) -> str | None:
+def _slurm_state(job: str, fmt: str = "%T") -> str | None:
     try:
-        out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True,
+        out = subprocess.run(["squeue", "-h", "-j", job, "-o", fmt], capture_output=True, text=True,
                              timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
@@ -280,8 +280,12 @@ def ensure_server(spec: dict[str, Any], sizing: dict[str, Any] | None = None, se
                 raise ServeError(f"the server for {name} exited before it was ready; its log "
                                  f"({record.get('log')}) ends:\n{_tail(Path(record.get('log', '')))}")
             if time.time() > deadline:
+                # a SLURM server still PENDING usually waits for resources this run's own client
+                # jobs hold: run fewer jobs at once (--jobs) than the allocation allows
+                where = (f"; its SLURM job {record['slurm_job']} is "
+                         f"{_slurm_state(str(record['slurm_job']), '%T (%r)')}" if record.get("slurm_job") else "")
                 raise ServeError(f"the server for {name} was not ready after {timeout_s:.0f} s "
-                                 f"(models.{name}.serve_timeout_s); log: {record.get('log')}")
+                                 f"(models.{name}.serve_timeout_s){where}; log: {record.get('log')}")
             time.sleep(POLL_S)
 
 
