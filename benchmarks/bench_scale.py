@@ -10,9 +10,10 @@ target: predictions, judging, analysis, paper tables, figures, viewer, manifest)
 one JSON line and a table row: jobs (and jobs per rule), model calls (sum of the jobs'
 ``*.stats.json``), wall seconds, CPU seconds (user + sys of snakemake and every job it ran:
 this process's children), CPU per job and CPU per call. With two or more N, the marginal
-cost per call (slope of CPU over calls between the smallest and largest N) and the fixed
-cost per job it implies are printed too. ``--judge-edit`` then edits the judge prompt and
-reruns: jobs and wall of what a judge-prompt edit costs (README "Call cache").
+cost per call between consecutive N (constant when the cost is linear in N), the slope
+between the smallest and largest N and the fixed cost per job it implies are printed too.
+``--judge-edit`` then edits the judge prompt and reruns: jobs and wall of what a
+judge-prompt edit costs (README "Call cache").
 
 **Data.** The demo files hold one question per benchmark, and the real samples in
 ``../shared/data/mhqa/`` only 82-150 per benchmark. Each dataset's N questions are
@@ -129,6 +130,14 @@ def measure(root: Path, n: int, args) -> dict:
     return out
 
 
+def cpu_model() -> str:
+    try:
+        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return ""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, nargs="+", default=[10], help="questions per dataset (one run each)")
@@ -147,7 +156,12 @@ def main() -> None:
     for n in args.n:
         results.append(measure(root, n, args))
         print(json.dumps(results[-1]), flush=True)
-    summary = {"runs": results, "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}}
+    summary = {"runs": results, "machine": {"cpus": os.cpu_count(), "cpu": cpu_model(), "python": sys.version.split()[0]}}
+    # CPU per added call between consecutive N: constant when the cost is linear in N
+    for prev, run in zip(results, results[1:]):
+        if run["calls"] > prev["calls"]:
+            added = (run["cpu_s"] - prev["cpu_s"]) / (run["calls"] - prev["calls"])
+            run["marginal_cpu_per_call_ms"] = round(1000 * added, 4)
     lo, hi = min(results, key=lambda r: r["calls"]), max(results, key=lambda r: r["calls"])
     if hi["calls"] > lo["calls"]:
         per_call = (hi["cpu_s"] - lo["cpu_s"]) / (hi["calls"] - lo["calls"])
@@ -157,12 +171,13 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
     print(f"\n{'N/dataset':>9} {'L':>3} {'jobs':>5} {'calls':>9} {'wall s':>8} {'CPU s':>8} {'CPU/job s':>10} "
-          f"{'CPU/call ms':>12} {'no-op s':>8} {'judge edit':>12}")
+          f"{'CPU/call ms':>12} {'marginal ms':>12} {'no-op s':>8} {'judge edit':>12}")
     for r in results:
         edit = r.get("judge_edit_rerun")
         edit_txt = f"{edit['jobs']} j {edit['wall_s']} s" if edit else ""
         print(f"{r['n_per_dataset']:>9} {r['lmad_iterations']:>3} {r['jobs']:>5} {r['calls']:>9,} {r['wall_s']:>8} "
-              f"{r['cpu_s']:>8} {r['cpu_per_job_s']:>10} {r['cpu_per_call_ms']:>12} {r['noop_rerun']['wall_s']:>8} "
+              f"{r['cpu_s']:>8} {r['cpu_per_job_s']:>10} {r['cpu_per_call_ms']:>12} "
+              f"{r.get('marginal_cpu_per_call_ms', ''):>12} {r['noop_rerun']['wall_s']:>8} "
               f"{edit_txt:>12}")
     if "marginal_cpu_per_call_ms" in summary:
         print(f"marginal CPU per call {summary['marginal_cpu_per_call_ms']} ms; "
