@@ -78,10 +78,6 @@ def question_tables(wildcards):
     return [questions_path(wildcards.backbone, w) for w in job_datasets(wildcards)]
 
 
-def dataset_questions(wildcards):
-    return questions_path(wildcards.backbone, wildcards.dataset)
-
-
 def backbone_subset_inputs(wildcards):
     """The full dataset (its seeded ranking decides the subset) and the work dataset (a shard) to filter."""
     base = next(d for d in DATASETS if wildcards.dataset in shard_names(d, SHARDS))
@@ -97,9 +93,27 @@ def proposal_tables(wildcards, repeat=1):
     return [layout.samples(wildcards.backbone, w, "proposals") for w in job_datasets(wildcards) for _ in range(repeat)]
 
 
+# ---- Predictions: one job per (backbone, method) (and shard) writes every dataset's table:
+# a job that only writes a table is mostly its imports, so per dataset it would cost
+# 4x the jobs for the same work (rules predict, lmad_predict, debate_predict).
+
+
+def prediction_outputs(method="{method}"):
+    return [layout.predictions("{backbone}", w, method) for w in job_datasets()]
+
+
+def prediction_log(method="{method}"):
+    return job_log("predict", method)
+
+
+def prediction_units(wildcard):
+    """Params: the (dataset, method) units of a predictions job, in job_datasets order."""
+    return lambda w: [[d, getattr(w, wildcard)] for d in DATASETS]
+
+
 def vote_samples(wildcards):
-    """The samples table a single-round method votes over."""
-    return layout.samples(wildcards.backbone, wildcards.dataset, METHODS[wildcards.method].samples)
+    """The samples table a single-round method votes over, of every dataset of the job."""
+    return [layout.samples(wildcards.backbone, w, METHODS[wildcards.method].samples) for w in job_datasets(wildcards)]
 
 
 def stage_temperatures(stage):
@@ -241,18 +255,20 @@ def lmad_generate_inputs(wildcards):
 
 
 def lmad_iteration_tables(stage):
-    """Input function: one method's ``stage`` table of every iteration, in order."""
+    """Input function: one method's ``stage`` table of every iteration, in order, dataset
+    after dataset (job_datasets order)."""
 
     def tables(wildcards):
-        return [layout.lmad_table(wildcards.backbone, wildcards.dataset, wildcards.lmad_method, k, stage)
-                for k in range(config["lmad"]["iterations"])]
+        return [layout.lmad_table(wildcards.backbone, w, wildcards.lmad_method, k, stage)
+                for w in job_datasets(wildcards) for k in range(config["lmad"]["iterations"])]
 
     return tables
 
 
 def lmad_final_state(wildcards):
     last = config["lmad"]["iterations"] - 1
-    return layout.lmad_table(wildcards.backbone, wildcards.dataset, wildcards.lmad_method, last, "state")
+    return [layout.lmad_table(wildcards.backbone, w, wildcards.lmad_method, last, "state")
+            for w in job_datasets(wildcards)]
 
 
 # ---- Debate baselines (rules/debate.smk): one job per (backbone, method, round) serves every dataset.
@@ -285,18 +301,21 @@ def debate_round_inputs(wildcards):
 
 
 def debate_round_tables(part):
-    """Input function: one method's round table (``part``) of every round, in order."""
+    """Input function: one method's round table (``part``) of every round, in order, dataset
+    after dataset (job_datasets order)."""
 
     def tables(wildcards):
         rounds = debate_setting(wildcards.debate_method).rounds
-        return [layout.debate_round(wildcards.backbone, wildcards.dataset, wildcards.debate_method, t, part)
-                for t in range(rounds + 1)]
+        return [layout.debate_round(wildcards.backbone, w, wildcards.debate_method, t, part)
+                for w in job_datasets(wildcards) for t in range(rounds + 1)]
 
     return tables
 
 
 def debate_final_state(wildcards):
-    return debate_round_tables("_state")(wildcards)[-1]
+    last = debate_setting(wildcards.debate_method).rounds
+    return [layout.debate_round(wildcards.backbone, w, wildcards.debate_method, last, "_state")
+            for w in job_datasets(wildcards)]
 
 
 # ---- Paper tables, figures and trace viewer (rules/paper.smk): tables of every backbone in

@@ -41,16 +41,17 @@ rule debate_round:
 
 rule debate_predict:
     input:
-        questions=dataset_questions,
+        questions=question_tables,
         samples=debate_round_tables(""),
         steps=debate_round_tables("_steps"),
         final_state=debate_final_state,
     output:
-        predictions=layout.predictions("{backbone}", "{dataset}", "{debate_method}"),
+        predictions=prediction_outputs("{debate_method}"),
     log:
-        "logs/{backbone}/{dataset}/{debate_method}/predict.log",
+        prediction_log("{debate_method}"),
     params:
         method=lambda w: w.debate_method,
+        units=prediction_units("debate_method"),
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -1,7 +1,7 @@
 # Independent solver samples: stage `cot` (one agent, temperature 0) and stage `proposals`
 # (the persona temperatures; the shared round 0 of SC, the MAD family and LMAD). One job
 # per backbone and stage (and shard) covers every dataset in one batch; `predict` votes
-# per dataset and method.
+# per method, every dataset in one job.
 
 
 rule generate:
@@ -32,14 +32,15 @@ rule generate:
 
 rule predict:
     input:
-        questions=dataset_questions,
+        questions=question_tables,
         samples=vote_samples,
     output:
-        predictions=layout.predictions("{backbone}", "{dataset}", "{method}"),
+        predictions=prediction_outputs(),
     log:
-        "logs/{backbone}/{dataset}/predict_{method}.log",
+        prediction_log(),
     params:
         method=lambda w: w.method,
+        units=prediction_units("method"),
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -166,7 +166,7 @@ if LMAD_METHODS:
 
     rule lmad_predict:
         input:
-            questions=dataset_questions,
+            questions=question_tables,
             final_state=lmad_final_state,
             samples=lmad_iteration_tables("generate"),
             chains=lmad_iteration_tables("extract"),
@@ -176,12 +176,13 @@ if LMAD_METHODS:
             relations=lmad_iteration_tables("relation"),
             commits=lmad_iteration_tables("commit"),
         output:
-            predictions=layout.predictions("{backbone}", "{dataset}", "{lmad_method}"),
-            trace=layout.lmad_trace("{backbone}", "{dataset}", "{lmad_method}"),
+            predictions=prediction_outputs("{lmad_method}"),
+            trace=[layout.lmad_trace("{backbone}", w, "{lmad_method}") for w in job_datasets()],
         log:
-            "logs/{backbone}/{dataset}/{lmad_method}/predict.log",
+            prediction_log("{lmad_method}"),
         params:
             method=lambda w: w.lmad_method,
+            units=prediction_units("lmad_method"),
         conda:
             "../envs/pipeline.yaml"
         script:

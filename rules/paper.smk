@@ -120,6 +120,7 @@ rule paper_headroom:
             "lmad.stages.paper.headroom_frame",
             "lmad.paper.headroom.question_flags",
             "lmad.paper.headroom.summarize",
+            "lmad.paper.dynamics.answers_by_qid",
         ),
     conda:
         "../envs/pipeline.yaml"
@@ -182,6 +183,8 @@ rule paper_fig_rounds:
             "lmad.stages.paper.fig_rounds",
             "lmad.paper.figures.rounds",
             "lmad.paper.dynamics.dynamics",
+            "lmad.paper.dynamics.correctness_by_round",
+            "lmad.paper.dynamics.answers_by_qid",
         ),
         backbones=config["backbones"],
     conda:
@@ -252,6 +255,7 @@ rule paper_dynamics:
             "lmad.stages.paper.dynamics_table",
             "lmad.paper.dynamics.dynamics",
             "lmad.paper.dynamics.correctness_by_round",
+            "lmad.paper.dynamics.answers_by_qid",
         ),
         backbones=config["backbones"],
     conda:

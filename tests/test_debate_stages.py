@@ -2,10 +2,14 @@
 round 0 reuses the proposals without a call, Consensus's revisions are MAD's cached
 calls, and predictions sum every round's cost."""
 import logging
+import shutil
+
+import pytest
 
 from conftest import REPO, stored_calls
 from lmad.schemas import read_table, write_table
-from lmad.stages.debate import debate_predict, debate_round
+from lmad import layout
+from lmad.stages.debate import debate_predict, debate_predict_datasets, debate_round
 from lmad.stages.generate import generate
 
 MODEL = {"name": "scripted", "backend": "scripted", "model": "scripted"}
@@ -69,3 +73,39 @@ def test_round_0_is_the_proposals_and_consensus_reuses_mads_calls(tmp_path, capl
     assert not state["active"].any() and len(state) == 3
     preds = read_table("predictions", consensus / "predictions.parquet")
     assert all(3 <= c <= 9 for c in preds["calls"])
+
+
+def test_one_predictions_job_writes_every_dataset_and_rejects_misaligned_lists(tmp_path):
+    qs = questions(tmp_path / "questions.parquet")
+    proposals = str(tmp_path / "proposals.parquet")
+    generate(questions=[qs], prompt=str(PROMPTS / "solver.txt"), samples=[proposals], model=MODEL,
+             cache_dir=str(tmp_path / "cache"), stage="proposals", temperatures=PERSONAS, max_tokens=32,
+             seed=0, provenance={})
+    mad = run_method(tmp_path, "mad", qs, proposals, tmp_path / "cache")
+    datasets, rounds = ["hotpotqa", "musique"], range(3)
+    root = tmp_path / "w"
+
+    def at(path):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        return str(root / path)
+
+    for d in datasets:  # the same rounds under each dataset of a results tree
+        for t in rounds:
+            for part in ("", "_steps", "_state"):
+                shutil.copy(mad / f"round{t}{part}.parquet", at(layout.debate_round("b", d, "mad", t, part)))
+        shutil.copy(qs, at(layout.questions(d)))
+    args = dict(questions=[at(layout.questions(d)) for d in datasets],
+                final_state=[at(layout.debate_round("b", d, "mad", 2, "_state")) for d in datasets],
+                predictions=[at(layout.predictions("b", d, "mad")) for d in datasets],
+                method="mad", units=[[d, "mad"] for d in datasets], provenance={})
+    dataset_major = {part: [at(layout.debate_round("b", d, "mad", t, p)) for d in datasets for t in rounds]
+                     for part, p in (("samples", ""), ("steps", "_steps"))}
+    debate_predict_datasets(**args, **dataset_major)
+    for path in args["predictions"]:
+        assert read_table("predictions", path).equals(read_table("predictions", mad / "predictions.parquet"))
+    round_major = {part: [at(layout.debate_round("b", d, "mad", t, p)) for t in rounds for d in datasets]
+                   for part, p in (("samples", ""), ("steps", "_steps"))}
+    with pytest.raises(ValueError, match="is not of unit"):
+        debate_predict_datasets(**args, **round_major)
+    with pytest.raises(ValueError, match="do not split evenly"):
+        debate_predict_datasets(**args, samples=dataset_major["samples"][:-1], steps=dataset_major["steps"])

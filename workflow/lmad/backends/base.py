@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 ROLES = ("system", "user", "assistant")
@@ -43,10 +43,15 @@ class ChatRequest:
             raise ValueError(f"unknown constraint kind {next(iter(self.constraint))!r}")
 
     def key(self, model_id: str) -> str:
-        """Cache key: model identity + messages + sampling params + seed + constraint."""
-        payload = {"model": model_id, **asdict(replace(self, fallbacks=()) if self.fallbacks else self)}
-        del payload["fallbacks"]  # keys of requests without fallbacks are what they always were
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+        """Cache key: model identity + messages + sampling params + seed + constraint.
+
+        The JSON is byte for byte what ``{"model": model_id, **dataclasses.asdict(self)}``
+        (less ``fallbacks``) gives, so every stored call still hits; built directly, as
+        ``asdict`` deep-copies every message (two thirds of the cost; paid once per call).
+        A field added to the request must be added here (``tests/test_cache.py`` pins both)."""
+        blob = json.dumps({"constraint": self.constraint, "max_tokens": self.max_tokens, "messages": self.messages,
+                           "model": model_id, "seed": self.seed, "stop": self.stop, "temperature": self.temperature},
+                          sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def chat(self) -> list[dict[str, str]]:

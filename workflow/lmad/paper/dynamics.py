@@ -31,20 +31,33 @@ from ..answers import exact_match, majority_vote
 from ..schemas import read_table
 
 
+def answers_by_qid(path: str) -> dict[str, list[str]]:
+    """{qid: answers in agent order} of one samples table, qids in sorted order."""
+    s = read_table("samples", path).select("qid", "agent", "answer").sort("qid", "agent")
+    out: dict[str, list[str]] = {}
+    for qid, answer in zip(s["qid"].to_list(), s["answer"].to_list()):
+        out.setdefault(qid, []).append(answer)
+    return out
+
+
 def correctness_by_round(golds: dict, paths: list[str]) -> dict[str, list[tuple[list[int], int]]]:
     """{qid: [(agent correct flags, strict-majority correct) per round]} for one method and dataset."""
     dataset = layout.parse(paths[0]).dataset
-    last: dict[str, list[str]] = {}
+    em: dict[tuple[str, str], int] = {}  # (answer, qid) -> EM: agents and rounds repeat answers
+    last: dict[str, tuple[list[int], int]] = {}  # a question that stopped keeps its last round's
     out: dict[str, list] = {}
+
+    def correct(answer: str, qid: str) -> int:
+        if (answer, qid) not in em:
+            em[(answer, qid)] = int(exact_match(answer, golds[(dataset, qid)]))
+        return em[(answer, qid)]
+
     for path in paths:
-        s = read_table("samples", path).sort("qid", "agent")
-        for k, g in s.group_by("qid", maintain_order=True):
-            last[k[0]] = g["answer"].to_list()
-        for qid, answers in last.items():
-            gold = golds[(dataset, qid)]
+        for qid, answers in answers_by_qid(path).items():
             winner, info = majority_vote(answers)
-            flags = [int(exact_match(a or "", gold)) for a in answers]
-            out.setdefault(qid, []).append((flags, int(info["strict_majority"] and bool(exact_match(winner, gold)))))
+            last[qid] = ([correct(a or "", qid) for a in answers], int(info["strict_majority"] and correct(winner, qid)))
+        for qid, (flags, majority) in last.items():
+            out.setdefault(qid, []).append((list(flags), majority))
     n = len(paths)
     # a question first active after round 0 cannot happen; pad defensively to full length
     return {q: rs for q, rs in out.items() if len(rs) == n}

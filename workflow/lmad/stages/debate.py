@@ -20,7 +20,7 @@ from ..backends import open_backend
 from ..prompts import load_prompt
 from ..protocols.debate import debate_prediction_rows, protocol, run_round
 from ..schemas import read_table, write_table
-from .units import check_aligned, split_rows
+from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -78,3 +78,20 @@ def debate_predict(questions: str, samples: list[str], steps: list[str], final_s
                            read_table("debate_state", final_state).to_dicts())
     write_table("predictions", rows, predictions, provenance)
     log.info("%s: %d predictions; stop reasons %s", method, len(rows), dict(Counter(r["stop_reason"] for r in rows)))
+
+
+def debate_predict_datasets(questions: list[str], samples: list[str], steps: list[str], final_state: list[str],
+                            predictions: list[str], method: str, units: list[tuple[str, str]],
+                            provenance: dict) -> None:
+    """Rule ``debate_predict``: ``debate_predict`` for every dataset of the job; ``samples``
+    and ``steps`` hold every round of the first dataset, then of the next."""
+    n = len(units)
+    check_aligned("debate_predict", n, questions=questions, final_state=final_state, predictions=predictions)
+    rounds = {"samples": per_unit("debate_predict", n, samples), "steps": per_unit("debate_predict", n, steps)}
+    for name, lists in rounds.items():
+        for t, paths in enumerate(zip(*lists)):
+            check_unit_paths("debate_predict", units, **{f"{name} round {t}": list(paths)})
+    check_unit_paths("debate_predict", units, questions=questions, final_state=final_state, predictions=predictions)
+    for u in range(n):
+        debate_predict(questions[u], rounds["samples"][u], rounds["steps"][u], final_state[u], predictions[u],
+                       method, provenance)

@@ -40,7 +40,7 @@ from ..protocols.lmad.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
-from .units import check_aligned, check_unit_paths, split_rows
+from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -349,3 +349,25 @@ def predict(questions: str, final_state: str, samples: list[str], chains: list[s
     write_table("predictions", lmad_prediction_rows(qs, method, _table("lmad_state", final_state), rows),
                 predictions, provenance)
     log.info("%s: %d predictions over %d iterations", method, len(qs), len(per_iteration))
+
+
+def predict_datasets(questions: list[str], final_state: list[str], samples: list[str], chains: list[str],
+                     localizations: list[str], positions: list[str], repairs: list[str], relations: list[str],
+                     commits: list[str], predictions: list[str], trace: list[str], method: str,
+                     units: list[tuple[str, str]], provenance: dict) -> None:
+    """Rule ``lmad_predict``: ``predict`` for every dataset of the job; each per-iteration
+    list holds every iteration of the first dataset, then of the next."""
+    n = len(units)
+    check_aligned("lmad_predict", n, questions=questions, final_state=final_state, predictions=predictions,
+                  trace=trace)
+    check_unit_paths("lmad_predict", units, questions=questions, final_state=final_state, predictions=predictions,
+                     trace=trace)
+    tables = {"samples": samples, "chains": chains, "localizations": localizations, "positions": positions,
+              "repairs": repairs, "relations": relations, "commits": commits}
+    tables = {name: per_unit("lmad_predict", n, paths) for name, paths in tables.items()}
+    for name, lists in tables.items():
+        for k, paths in enumerate(zip(*lists)):
+            check_unit_paths("lmad_predict", units, **{f"{name} iteration {k}": list(paths)})
+    for u in range(n):
+        predict(questions[u], final_state[u], **{name: lists[u] for name, lists in tables.items()},
+                predictions=predictions[u], trace=trace[u], method=method, provenance=provenance)

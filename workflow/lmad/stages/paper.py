@@ -295,8 +295,9 @@ def _golds(questions: list[str]) -> dict[tuple[str, str], list[str]]:
 
 
 def _round0_answers(path: str) -> dict[str, list[str]]:
-    props = read_table("samples", path).sort("qid", "agent")
-    return {k[0]: g["answer"].to_list() for k, g in props.group_by("qid", maintain_order=True)}
+    from ..paper.dynamics import answers_by_qid
+
+    return answers_by_qid(path)
 
 
 def headroom_frame(questions: list[str], proposals: list[str], judgments: list[str],

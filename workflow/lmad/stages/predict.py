@@ -6,6 +6,7 @@ import logging
 from ..answers import majority_vote, normalize_answer
 from ..cost import total_cost
 from ..schemas import read_table, write_table
+from .units import check_aligned, check_unit_paths
 
 log = logging.getLogger(__name__)
 
@@ -27,3 +28,12 @@ def predict(questions: str, samples: str, predictions: str, method: str, provena
                     "stop_round": 0, **total_cost(rows)})
     write_table("predictions", out, predictions, provenance)
     log.info("%s: %d predictions", method, len(out))
+
+
+def predict_datasets(questions: list[str], samples: list[str], predictions: list[str], method: str,
+                     units: list[tuple[str, str]], provenance: dict) -> None:
+    """Rule ``predict``: ``predict`` for every dataset of the job (lists aligned with ``units``)."""
+    check_aligned("predict", len(units), questions=questions, samples=samples, predictions=predictions)
+    check_unit_paths("predict", units, questions=questions, samples=samples, predictions=predictions)
+    for q, s, p in zip(questions, samples, predictions):
+        predict(q, s, p, method, provenance)

@@ -31,3 +31,12 @@ def split_rows(n: int, owners: list[int], rows: list[dict]) -> list[list[dict]]:
     for u, row in zip(owners, rows, strict=True):
         out[u].append(row)
     return out
+
+
+def per_unit(stage: str, n: int, paths: list[str]) -> list[list[str]]:
+    """A flat path list of ``n`` units with the same number of consecutive entries each
+    (a method's rounds or iterations, dataset after dataset) as one list per unit."""
+    if n == 0 or len(paths) % n:
+        raise ValueError(f"{stage}: {len(paths)} paths do not split evenly over {n} units")
+    k = len(paths) // n
+    return [paths[u * k:(u + 1) * k] for u in range(n)]

@@ -215,8 +215,11 @@ def _advise(stage: Advise, rnd: _Round, backend: Backend) -> None:
             chains += [CallSequence(qid, name, a, (step,), (rnd.seed_of(qid, name, rnd.t, a, r, s),), rnd.temperatures[a],
                              rnd.aux_max_tokens["advice"], f, target=r, slot=s) for r, s, f in jobs]
     rnd.run(backend, chains)
+    by_qid = defaultdict(list)  # grouped once: a scan per question is quadratic in the questions
+    for c in chains:
+        by_qid[c.qid].append(c)
     for qid in rnd.active:
-        mine = [c for c in chains if c.qid == qid]  # author order, then recipient / slot order
+        mine = by_qid[qid]  # author order, then recipient / slot order
         if stage.mode == "notes":
             for chain, recipient in zip(mine, deal_notes(k, rnd.seed, qid, rnd.t)):
                 chain.target = recipient
