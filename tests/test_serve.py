@@ -119,3 +119,18 @@ def test_served_run_starts_one_server_for_backbone_and_judge(workdir, monkeypatc
     # every call cached: the forced rerun talks to no server and starts none
     snakemake(workdir, "--forceall", env=env)
     assert starts(log) == 1 and len((workdir / "requests.jsonl").read_text().splitlines()) == len(requests)
+
+
+def test_the_server_job_gets_the_sizing_the_rules_computed(monkeypatch):
+    """model_spec (rules/common.smk) hands a served model's server its GPU sizing as
+    ``server_resources``; the client passes exactly that to the server's start."""
+    seen = {}
+
+    def fake_ensure(spec, sizing=None, **kw):
+        seen["sizing"] = sizing
+        return "http://127.0.0.1:1/v1"
+
+    monkeypatch.setattr(serve, "ensure_server", fake_ensure)
+    sizing = {"gpu": 2, "mem_mb": 64000, "runtime": 720, "cpus_per_gpu": 8}
+    serve.served_backend({"name": "m", "model": "/w", "server_resources": sizing}, "m@x")
+    assert seen["sizing"] == sizing

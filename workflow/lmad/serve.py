@@ -327,7 +327,7 @@ def served_backend(spec: dict[str, Any], identity: str):
     """The OpenAI-compatible client for a served model, under the entry's own cache identity."""
     from .backends.openai_backend import OpenAIBackend
 
-    url = ensure_server(spec, spec.get("_sizing"))
+    url = ensure_server(spec, spec.get("server_resources"))
     backend = OpenAIBackend(spec["name"], model=spec["name"], base_url=url,
                             max_concurrency=int(spec.get("max_concurrency", 64)),
                             chat_template_kwargs=spec.get("chat_template_kwargs"))

@@ -95,15 +95,13 @@ def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[
         top = path.relative_to(logs_dir).parts[0]
         model = judge if path.name == "judge.log" or top == "judge_validation" else top
         stats = _read_stats(stats_path(path))
-        if stats is not None:  # the job's structured statistics
+        # the job's structured statistics; a log from before them has its model_loaded= line
+        loads = [stats["loads"]] if stats is not None else \
+            [int(flag == "True") for flag in _STATS.findall(path.read_text(errors="replace"))]
+        for n in loads:
             entry = counts.setdefault(model, {"stage_logs": 0, "loads": 0})
             entry["stage_logs"] += 1
-            entry["loads"] += stats["loads"]
-            continue
-        for loaded in _STATS.findall(path.read_text(errors="replace")):  # a log from before them
-            entry = counts.setdefault(model, {"stage_logs": 0, "loads": 0})
-            entry["stage_logs"] += 1
-            entry["loads"] += loaded == "True"
+            entry["loads"] += n
     return counts
 
 
