@@ -10,6 +10,10 @@
 
 if LMAD_METHODS:
 
+    localrules:
+        lmad_commit,
+        lmad_predict,
+
     rule lmad_generate:
         input:
             unpack(lmad_generate_inputs),

@@ -1,5 +1,6 @@
 # Run-level rules. Light rules run on the submitting host, never as cluster jobs (README
-# "Run on SLURM"); analyze and plot_accuracy are declared local in rules/analysis.smk.
+# "Run on SLURM"); analyze and plot_accuracy are declared local in rules/analysis.smk, the
+# LMAD bookkeeping rules in rules/lmad.smk (they exist only when an LMAD method is configured).
 # Rule manifest records what produced the current results: config hash, package version,
 # git commit and model loads per model, summed from the stage logs' `model_loaded=` lines.
 # It runs after every backbone's analysis; a config change reruns it (params).
@@ -10,8 +11,6 @@ localrules:
     prepare_data,
     backbone_questions,
     predict,
-    lmad_commit,
-    lmad_predict,
     debate_predict,
     manifest,
 

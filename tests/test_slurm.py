@@ -303,7 +303,9 @@ def test_a_served_model_gets_one_server_job(cluster, tmp_path):
     weights = tmp_path / "weights"
     weights.mkdir()
     (weights / "config.json").write_text("{}")
-    models = {"smol": {"backend": "vllm", "model": str(weights), "serve": True, "serve_timeout_s": 240}}
+    # a CPU cluster: the server job asks for no GPU, as with vLLM's CPU build
+    models = {"smol": {"backend": "vllm", "model": str(weights), "serve": True, "serve_timeout_s": 240,
+                       "resources": {"gpu": 0}}}
     config = make_config(tmp_path, n=2, models=models, backbones=["smol"], methods=("cot", "sc"))
     config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
     write_config(tmp_path, config)
@@ -315,6 +317,7 @@ def test_a_served_model_gets_one_server_job(cluster, tmp_path):
     out = proc.stdout + proc.stderr
     print(f"served SLURM run took {proc.seconds:.0f} s")
     assert proc.returncode == 0, out[-8000:]
+    assert "not present in the Snakefile" not in out   # no LMAD method: no LMAD localrules
     # client jobs asked for no GPU and all went through sbatch
     submitted = SUBMITTED.findall(out)
     assert {re.search(r"slurm_logs/rule_(\w+)/", log).group(1) for _, log in submitted} == REMOTE_RULES

@@ -240,7 +240,11 @@ def _start(spec: dict[str, Any], record_path: Path, log_file: Path, sizing: dict
         proc = subprocess.run(sbatch_argv(spec, sizing, command, log_file.resolve()), capture_output=True,
                               text=True, timeout=120)
         if proc.returncode != 0:
-            raise ServeError(f"sbatch for the {spec['name']} server failed: {proc.stderr.strip()[-2000:]}")
+            hint = ""
+            if "gres" in proc.stderr.lower() and sizing.get("gpu"):
+                hint = (f" (the server asked for {sizing['gpu']} GPU(s), from config models.{spec['name']}"
+                        f".tensor_parallel_size or .resources.gpu; vLLM's CPU build needs resources.gpu: 0)")
+            raise ServeError(f"sbatch for the {spec['name']} server failed: {proc.stderr.strip()[-2000:]}{hint}")
         record["slurm_job"] = proc.stdout.strip().split(";")[0]
     else:
         with open(log_file, "ab") as out:
