@@ -6,7 +6,7 @@ from snakemake.utils import validate
 from lmad import layout
 from lmad.layout import shard_name, shard_names
 from lmad.config_checks import check_config
-from lmad.data.loaders import resolve_path
+from lmad.data.loaders import dataset_type, resolve_path
 from lmad.job_resources import model_sizing
 from lmad.protocols.debate import setting_of
 from lmad.registry import METHODS, TABLE2_METHODS, names
@@ -173,7 +173,10 @@ def _backbone_resource(key):
 
 
 def dataset_spec(name):
-    return {"name": name, "seed": config["seed"], **config["datasets"][name]}
+    # the resolved type is always a parameter: a table written before the benchmark column
+    # existed is rebuilt rather than read against the new schema
+    spec = config["datasets"][name]
+    return {"name": name, "seed": config["seed"], **spec, "type": dataset_type(name, spec)}
 
 
 def dataset_source(wildcards):

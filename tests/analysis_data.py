@@ -50,7 +50,7 @@ def gold(d: str, q: str) -> str:
 
 
 def _questions(d: str, n: int) -> list[dict]:
-    return [{"qid": q, "dataset": d, "question": f"Which {q} of {d}? <b>&</b>", "answer": gold(d, q),
+    return [{"qid": q, "dataset": d, "benchmark": d, "question": f"Which {q} of {d}? <b>&</b>", "answer": gold(d, q),
              "aliases": [f"alias {q}"] if i % 3 == 0 else [], "qtype": "bridge", "source": "property",
              "context": [{"title": f"T{j}", "sentences": [f"Sentence {j} of {q}."]} for j in range(2)],
              "supporting_facts": [{"title": "T0", "sent_id": 0}]} for i, q in enumerate(qids(n))]

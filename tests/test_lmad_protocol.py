@@ -45,7 +45,7 @@ def user(req) -> str:
 
 
 def make_question(qid, question, answer, context, dataset="hotpotqa"):
-    return {"qid": qid, "dataset": dataset, "question": question,
+    return {"qid": qid, "dataset": dataset, "benchmark": dataset, "question": question,
             "context": [{"title": t, "sentences": s} for t, s in context], "answer": answer, "aliases": [],
             "qtype": "bridge", "supporting_facts": [], "source": "test"}
 
@@ -439,7 +439,7 @@ def test_model_relation_check_is_one_batched_call_per_repair_and_recorded(tmp_pa
     def deny(req):
         return verdict["value"] if role_of(req) == "relation" else respond(req)
 
-    run = Run(tmp_path, monkeypatch, [GORE_Q, {**BUCK_Q, "dataset": "2wikimultihopqa"}],
+    run = Run(tmp_path, monkeypatch, [GORE_Q, {**BUCK_Q, "dataset": "2wikimultihopqa", "benchmark": "2wikimultihopqa"}],
               lambda req: deny(req) if "Gore" in user(req) else buck_responder()(req) if role_of(req) != "relation"
               else "yes")
     preds = run("lmad")

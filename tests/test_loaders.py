@@ -23,7 +23,7 @@ DEMO = REPO / "data" / "demo"
 SHARED = Path(__file__).resolve().parents[1].parent / "shared/data/mhqa"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"real benchmark samples not found at {SHARED}")
 
-KEYS = ["qid", "dataset", "question", "context", "answer", "aliases", "qtype", "supporting_facts", "source"]
+KEYS = ["qid", "dataset", "benchmark", "question", "context", "answer", "aliases", "qtype", "supporting_facts", "source"]
 QTYPES = {
     "hotpotqa": {"bridge", "comparison"},
     "2wikimultihopqa": {"comparison", "inference", "compositional", "bridge_comparison"},
@@ -298,6 +298,23 @@ def test_unknown_dataset_is_rejected():
         load_jsonl(DEMO / "hotpotqa.jsonl", "squad")
 
 
+def test_a_freely_named_dataset_keeps_its_name_and_is_read_as_its_type():
+    spec = {"source": "jsonl", "path": str(DEMO / "hotpotqa.jsonl"), "n": None}
+    plain = load_dataset_spec({"name": "hotpotqa", **spec}, REPO)
+    dev = load_dataset_spec({"name": "hotpotqa-dev", "type": "hotpotqa", **spec}, REPO)
+    assert {r["dataset"] for r in dev} == {"hotpotqa-dev"} and {r["benchmark"] for r in dev} == {"hotpotqa"}
+    assert [{**r, "dataset": "hotpotqa"} for r in dev] == plain
+
+
+@pytest.mark.parametrize("name,extra,key", [
+    ("hotpotqa-dev", {}, "config datasets.hotpotqa-dev: name (or give it a type:)"),
+    ("dev", {"type": "squad"}, "config datasets.dev: type must be a benchmark"),
+])
+def test_a_dataset_without_a_benchmark_names_its_key(name, extra, key):
+    with pytest.raises(ValueError, match=re.escape(key)):
+        load_dataset_spec({"name": name, "source": "jsonl", "path": str(DEMO / "hotpotqa.jsonl"), **extra}, REPO)
+
+
 # ------------------------------------------------------------ select
 
 def _fake_records(n: int) -> list[dict]:
@@ -382,7 +399,7 @@ def test_load_dataset_spec_resolves_samples_and_trims():
 
 
 @pytest.mark.parametrize("spec, message", [
-    ({"source": "jsonl", "path": "x.jsonl"}, "'name' must be one of"),
+    ({"source": "jsonl", "path": "x.jsonl"}, "must be a benchmark, one of hotpotqa"),
     ({"name": "hotpotqa", "source": "csv"}, "unknown source 'csv'"),
     ({"name": "hotpotqa", "source": "jsonl"}, "needs 'path'"),
     ({"name": "hotpotqa", "source": "hf", "hf_id": "hotpotqa/hotpot_qa"}, "needs 'hf_id' and 'split'"),

@@ -2,6 +2,7 @@
 before any job, so a mistake fails at once and names its key."""
 from __future__ import annotations
 
+from .data.loaders import dataset_type
 from .protocols.debate import setting_of
 from .registry import method
 
@@ -21,6 +22,8 @@ def check_config(config: dict, allow_test_double: bool) -> None:
     for name in config.get("backbone_n") or {}:
         if name not in config["backbones"]:
             raise ValueError(f"config backbone_n.{name}: not one of the backbones {config['backbones']}")
+    for name, spec in config["datasets"].items():
+        dataset_type(name, spec)
     for name in config["methods"]:
         if method(name).family == "debate":
             setting_of(name, config)  # a bad per-method setting fails here, naming the key

@@ -52,7 +52,8 @@ _CALL = [("prompt_tokens", _int), ("completion_tokens", _int), ("finish_reason",
 TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
     # one benchmark question in canonical form (rule prepare_data)
     "questions": (pa.schema([
-        ("qid", _str), ("dataset", _str), ("question", _str),
+        # dataset: the config's name for it; benchmark: its type, which decides scoring
+        ("qid", _str), ("dataset", _str), ("benchmark", _str), ("question", _str),
         ("context", pa.list_(pa.struct([("title", _str), ("sentences", _strs)]))),
         ("answer", _str), ("aliases", _strs), ("qtype", _str),
         # paragraph: index of the supporting paragraph in context (titles repeat in MuSiQue)

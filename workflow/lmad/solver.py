@@ -69,7 +69,7 @@ class DroppingDistractors:
 
 def job_yes_no(question: dict) -> bool:
     """Whether answers to this question are read as yes/no at extraction."""
-    return is_yes_no_question(question["question"], question["dataset"])
+    return is_yes_no_question(question["question"], question["benchmark"])
 
 
 def sample_rows(backend: Backend, jobs: Iterable[dict]) -> list[dict]:

@@ -243,11 +243,14 @@ def _check_facts(facts: list[dict], context: list[dict], where: str) -> None:
                                        f"{len(sentences)} sentence(s)")
 
 
-def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = None) -> dict:
-    """Canonical record for one raw row of ``dataset``, original or HF shape.
+def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = None,
+                    name: str | None = None) -> dict:
+    """Canonical record for one raw row of benchmark ``dataset``, original or HF shape.
 
     ``where`` ("file line 7") prefixes every error; ``source`` (file path or "hf:<id>")
-    is stored in the record and defaults to ``where``.
+    is stored in the record and defaults to ``where``. ``name``: the config's name for the
+    dataset (``hotpotqa-dev``), stored as ``dataset``; the benchmark is stored as
+    ``benchmark`` and decides conversion and scoring. It defaults to the benchmark.
     """
     check_dataset(dataset)
     if not isinstance(raw, dict):
@@ -261,7 +264,8 @@ def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = No
     fields["supporting_facts"] = facts
     return {
         "qid": fields["qid"],
-        "dataset": dataset,
+        "dataset": name or dataset,
+        "benchmark": dataset,
         "question": fields["question"],
         "context": fields["context"],
         "answer": fields["answer"],

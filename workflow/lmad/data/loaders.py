@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
-                  id_aliases: dict[str, list[str]] | None = None) -> list[dict]:
+                  id_aliases: dict[str, list[str]] | None = None, name: str | None = None) -> list[dict]:
     """Records for (where, raw) rows; skips unanswerable MuSiQue rows and logs how many.
     ``id_aliases`` (2Wiki's answer_id → aliases) extends each record's aliases."""
     check_dataset(dataset)
@@ -28,7 +28,7 @@ def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
         if is_unanswerable(raw, dataset):
             skipped += 1
             continue
-        record = record_from_raw(raw, dataset, where, source=source)
+        record = record_from_raw(raw, dataset, where, source=source, name=name)
         extra = (id_aliases or {}).get(raw.get("answer_id")) if isinstance(raw.get("answer_id"), str) else None
         if extra:
             record["aliases"] = merge_aliases(record["answer"], record["aliases"] + extra)
@@ -85,14 +85,14 @@ def _read_rows(path: Path, lines: bool = False) -> list[tuple[str, object]]:
 
 
 def load_jsonl(path: str | Path, dataset: str, source: str | None = None,
-               id_aliases: dict[str, list[str]] | None = None) -> list[dict]:
-    """Records from a local file in the benchmark's original schema.
+               id_aliases: dict[str, list[str]] | None = None, name: str | None = None) -> list[dict]:
+    """Records from a local file in the original schema of benchmark ``dataset``.
 
     JSONL (one object a line) or a ``.json`` file holding a list. ``source`` is what the
-    records name as their origin; it defaults to ``path``.
+    records name as their origin; it defaults to ``path``. ``name``: see ``record_from_raw``.
     """
     path = Path(path)
-    records = _convert_rows(_read_rows(path), dataset, str(path) if source is None else source, id_aliases)
+    records = _convert_rows(_read_rows(path), dataset, str(path) if source is None else source, id_aliases, name)
     if not records:
         raise DataError(f"{path}: no answerable {dataset} records")
     return records
@@ -117,14 +117,15 @@ def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
 
 
 def load_hf(hf_id: str, dataset: str, split: str, config: str | None = None,
-            n: int | None = None, id_aliases: dict[str, list[str]] | None = None) -> list[dict]:
+            n: int | None = None, id_aliases: dict[str, list[str]] | None = None,
+            name: str | None = None) -> list[dict]:
     """Records from a Hugging Face dataset (needs the network); the first ``n`` rows if given."""
     from datasets import load_dataset  # heavy import, needed only here
 
     rows = itertools.islice(load_dataset(hf_id, config, split=split), n)
     where = f"hf:{hf_id}" + (f"/{config}" if config else "") + f" {split} row"
     return _convert_rows(((f"{where} {i}", dict(raw)) for i, raw in enumerate(rows, 1)),
-                         dataset, f"hf:{hf_id}", id_aliases)
+                         dataset, f"hf:{hf_id}", id_aliases, name)
 
 
 def _rank(seed: int, qid: str) -> str:
@@ -183,27 +184,40 @@ def resolve_path(path: str | Path, base_dir: str | Path) -> Path:
     return Path(path) if Path(path).is_absolute() else Path(base_dir) / path
 
 
+def dataset_type(name: str | None, spec: dict) -> str:
+    """The benchmark of config entry ``datasets.<name>``: its ``type``, else its name, so
+    ``hotpotqa:`` needs no type and ``hotpotqa-dev: {type: hotpotqa, ...}`` sits beside it."""
+    benchmark = spec.get("type", name)
+    if benchmark not in DATASETS:
+        key = "type" if "type" in spec else "name (or give it a type:)"
+        raise ValueError(f"config datasets.{name}: {key} must be a benchmark, one of "
+                         f"{', '.join(DATASETS)}; got {benchmark!r}")
+    return benchmark
+
+
 def load_dataset_spec(spec: dict, base_dir: str | Path) -> list[dict]:
     """Load, sample and optionally trim one dataset entry of the workflow config.
 
-    ``spec``: {"name": one of DATASETS, "source": "jsonl" | "hf", "path" (jsonl, relative
-    to ``base_dir``), "hf_id", "hf_config", "split" (hf), "n", "seed", "max_context_chars"}.
+    ``spec``: {"name": the config key, "type": its benchmark, one of DATASETS (default: the
+    name), "source": "jsonl" | "hf", "path" (jsonl, relative to ``base_dir``), "hf_id",
+    "hf_config", "split" (hf), "n", "seed", "max_context_chars"}.
     Local records name ``spec["path"]`` as written as their source, so records are the
     same wherever the checkout lives. The sample is drawn from the whole file or split.
     """
     name = spec.get("name")
-    if name not in DATASETS:
-        raise ValueError(f"dataset spec: 'name' must be one of {', '.join(DATASETS)}, got {name!r}")
+    benchmark = dataset_type(name, spec)
     kind = spec.get("source", "jsonl")
     aliases = load_id_aliases(resolve_path(spec["aliases_path"], base_dir)) if spec.get("aliases_path") else None
     if kind == "jsonl":
         if not spec.get("path"):
             raise ValueError(f"dataset spec {name!r}: source 'jsonl' needs 'path'")
-        records = load_jsonl(resolve_path(spec["path"], base_dir), name, source=str(spec["path"]), id_aliases=aliases)
+        records = load_jsonl(resolve_path(spec["path"], base_dir), benchmark, source=str(spec["path"]),
+                             id_aliases=aliases, name=name)
     elif kind == "hf":
         if not spec.get("hf_id") or not spec.get("split"):
             raise ValueError(f"dataset spec {name!r}: source 'hf' needs 'hf_id' and 'split'")
-        records = load_hf(spec["hf_id"], name, spec["split"], config=spec.get("hf_config"), id_aliases=aliases)
+        records = load_hf(spec["hf_id"], benchmark, spec["split"], config=spec.get("hf_config"),
+                          id_aliases=aliases, name=name)
     else:
         raise ValueError(f"dataset spec {name!r}: unknown source {kind!r} (expected 'jsonl' or 'hf')")
     records = select(records, spec.get("n"), spec.get("seed", 0))

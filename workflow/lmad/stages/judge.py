@@ -81,7 +81,7 @@ def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> lis
     rows = []
     for p in preds:
         q = qs[p["qid"]]
-        em, f1 = score(p["prediction"], [q["answer"], *q["aliases"]], scoring_rules(q["dataset"]))
+        em, f1 = score(p["prediction"], [q["answer"], *q["aliases"]], scoring_rules(q["benchmark"]))
         reply = replies.get(id(p))
         # an empty prediction is wrong without asking the judge
         verdict = parse_verdict(reply.text) if reply else "incorrect"
