@@ -10,7 +10,8 @@ from lmad.stages.prepare import backbone_questions
 
 
 def _q(qid):
-    return {"qid": qid, "dataset": "hotpotqa", "benchmark": "hotpotqa", "question": "?", "context": [], "answer": "a", "aliases": [],
+    return {"qid": qid, "dataset": "hotpotqa", "benchmark": "hotpotqa",
+            "question": "?", "context": [], "answer": "a", "aliases": [],
             "qtype": "bridge", "supporting_facts": [], "source": "t"}
 
 

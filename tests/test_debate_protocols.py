@@ -21,7 +21,8 @@ PROMPTS = {p.stem: load_prompt(p) for p in (REPO / "config" / "prompts").glob("*
 PERSONAS = [0.1, 0.5, 0.9]
 AUX = {"advice": 32, "judge": 32, "moderator": 32}
 CONTEXT = [{"title": "Alpha", "sentences": ["Alpha is a city."]}, {"title": "Beta", "sentences": ["Beta is a town."]}]
-QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa", "question": f"Which place is meant in question {i}?",
+QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa",
+              "question": f"Which place is meant in question {i}?",
               "context": CONTEXT} for i in range(2)]
 
 

@@ -34,7 +34,8 @@ def test_headroom_of_a_debate_method_reads_its_own_round_0(tmp_path):
     from lmad.stages.paper import headroom_frame
 
     d = tmp_path / "results" / "bb" / "hotpotqa"
-    q = {"qid": "q1", "dataset": "hotpotqa", "benchmark": "hotpotqa", "question": "?", "context": [], "answer": "Paris", "aliases": [],
+    q = {"qid": "q1", "dataset": "hotpotqa", "benchmark": "hotpotqa",
+         "question": "?", "context": [], "answer": "Paris", "aliases": [],
          "qtype": "bridge", "supporting_facts": [], "source": "t"}
     write_table("questions", [q], tmp_path / "q.parquet")
 

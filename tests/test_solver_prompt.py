@@ -8,7 +8,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def q(dataset, question, qtype, answer="x"):
-    return {"qid": "q", "dataset": dataset, "benchmark": dataset, "question": question, "qtype": qtype, "answer": answer, "context": []}
+    return {"qid": "q", "dataset": dataset, "benchmark": dataset,
+            "question": question, "qtype": qtype, "answer": answer, "context": []}
 
 
 def test_answer_type_and_line():
