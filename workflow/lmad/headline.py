@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from .display import pct
@@ -27,6 +28,16 @@ def score_expr(metric: str) -> pl.Expr:
     if metric == "judge":
         return pl.col("judge_correct").fill_null(0.0)
     return pl.col(metric)
+
+
+def score_vectors(judged: pl.DataFrame, method: str, score: pl.Expr,
+                  datasets: list[str] | None = None) -> dict[str, np.ndarray]:
+    """One method's per-question ``score`` per dataset, sorted by question id so two methods'
+    vectors pair up question by question (paired bootstrap). Every dataset of ``datasets``
+    gets a vector, empty where the method has none; by default the method's own datasets."""
+    sub = judged.filter(pl.col("method") == method).sort("qid")
+    names = sub["dataset"].unique(maintain_order=True).to_list() if datasets is None else datasets
+    return {d: sub.filter(pl.col("dataset") == d).select(score).to_series().to_numpy() for d in names}
 
 
 def _pct(x: float) -> str:

@@ -9,7 +9,7 @@ import polars as pl
 
 from ..atomic import save_figure, write_csv, write_text
 from ..display import fmt, markdown, pct
-from ..headline import headline, score_expr
+from ..headline import headline, score_expr, score_vectors
 from ..judge_battery import cohen_kappa
 from ..schemas import read_table, write_table
 from ..stats import macro_average, paired_bootstrap_diff
@@ -34,18 +34,11 @@ def summarize(backbone: str, judged: pl.DataFrame, preds: pl.DataFrame) -> pl.Da
         pl.lit(backbone).alias("backbone"), pl.col("n").cast(pl.Int64), pl.col("n_unscored").cast(pl.Int64))
 
 
-def correctness(judged: pl.DataFrame, method: str, metric: str = "judge") -> dict[str, np.ndarray]:
-    """Per-dataset score vectors (0/1, or F1) aligned by question id (for paired resampling)."""
-    sub = judged.filter(pl.col("method") == method).sort("qid")
-    return {ds: part.select(score_expr(metric)).to_series().to_numpy()
-            for ds, part in ((k[0], g) for k, g in sub.group_by("dataset"))}
-
-
 def delta_rows(judged: pl.DataFrame, methods: list[str], n_resamples: int, seed: int,
                metric: str = "judge") -> list[dict]:
     """Δ of each method vs the best OTHER method by macro-averaged score, with a
     paired-bootstrap 95% CI (questions resampled within each dataset)."""
-    vectors = {m: correctness(judged, m, metric) for m in methods}
+    vectors = {m: score_vectors(judged, m, score_expr(metric)) for m in methods}
     datasets = judged["dataset"].unique().to_list()
     macro = {m: _macro({d: float(np.nanmean(v)) if (v := vectors[m].get(d)) is not None and np.isfinite(v).any()
                         else None for d in datasets}) for m in methods}

@@ -17,7 +17,7 @@ from ..paper import headroom as hr
 from ..paper import label
 from ..display import fmt, markdown
 from ..paper.tables import AVG, latex, table1_block, table1_frame_rows, table1_latex, table1_markdown, table2_block
-from ..headline import Headline, headline, score_expr
+from ..headline import Headline, headline, score_expr, score_vectors
 from ..answers import normalize_answer
 from ..protocols.lmad.commit_guard import CHECKS as CHECK_ORDER
 from ..registry import TABLE2_METHODS
@@ -65,12 +65,6 @@ def accuracy_cells(judged: pl.DataFrame, backbone: str) -> dict[tuple[str, str],
     return {(r["dataset"], r["method"]): 100 * r["score"] for r in acc.to_dicts() if r["score"] is not None}
 
 
-def correctness(judged: pl.DataFrame, backbone: str, method: str, datasets: list[str]) -> dict[str, np.ndarray]:
-    """Per-dataset ``score`` vectors sorted by question id (paired across methods)."""
-    sub = judged.filter((pl.col("backbone") == backbone) & (pl.col("method") == method)).sort("qid")
-    return {d: sub.filter(pl.col("dataset") == d)["score"].to_numpy() for d in datasets}
-
-
 # ---- Table 1 ----
 
 def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, backbones: list[str],
@@ -92,8 +86,9 @@ def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, b
         ci = None
         if avg["strongest"] and avg["delta"] is not None:
             try:
-                boot = paired_bootstrap_diff(correctness(judged, b, target, datasets),
-                                             correctness(judged, b, avg["strongest"], datasets),
+                mine = judged.filter(pl.col("backbone") == b)
+                boot = paired_bootstrap_diff(score_vectors(mine, target, pl.col("score"), datasets),
+                                             score_vectors(mine, avg["strongest"], pl.col("score"), datasets),
                                              n_resamples=bootstrap_resamples, seed=seed)
                 ci = (100 * boot["lo"], 100 * boot["hi"])
             except ValueError as err:
