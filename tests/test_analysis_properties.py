@@ -395,3 +395,15 @@ def test_trace_figure_without_an_lmad_trace(tmp_path):
     P.fig_trace([], data["judgments"]["b0"], data["questions"], str(tmp_path / "t.png"), str(tmp_path / "t.pdf"),
                 trace_questions=2, provenance={})
     assert (tmp_path / "t.pdf").read_bytes()[:4] == b"%PDF"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=100, allow_nan=False), min_size=1, max_size=12), st.randoms())
+def test_macro_average_does_not_depend_on_dataset_order(values, rnd):
+    """group_by hands datasets over in any order; the same run must print the same digits."""
+    from lmad.stats import macro_average
+
+    shuffled = values[:]
+    rnd.shuffle(shuffled)
+    assert macro_average({f"d{i}": v for i, v in enumerate(values)}) == \
+        macro_average({f"d{i}": v for i, v in enumerate(shuffled)})

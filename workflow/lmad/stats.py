@@ -21,10 +21,12 @@ _MAX_CHUNK_ELEMS = 4_000_000
 
 
 def macro_average(values: Mapping[str, float]) -> float:
-    """Unweighted mean over datasets (each dataset counts once)."""
+    """Unweighted mean over datasets (each dataset counts once). ``fsum`` rounds the sum
+    once, so the result does not depend on the order the datasets come in (a polars
+    ``group_by`` yields them in any order): the same run twice writes the same digits."""
     if not values:
         raise ValueError("macro_average of no datasets")
-    return float(np.mean([float(v) for v in values.values()]))
+    return math.fsum(float(v) for v in values.values()) / len(values)
 
 
 def wilson_interval(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
