@@ -384,6 +384,18 @@ def paper_outputs():
     return out + [layout.paper(f"viewer/{b}.html") for b in BACKBONES]
 
 
+def paper_figure_outputs():
+    """Rule paper_figures' outputs: PNG (in the report) and PDF of each figure the config asks
+    for; rounds needs a debate method, lmad_trace the lmad method."""
+    captions = {"accuracy": "accuracy", "pareto": "pareto", "rounds": "rounds", "lmad_trace": "trace"}
+    wanted = ["accuracy", "pareto"] + ["rounds"] * bool(DEBATE_METHODS) + ["lmad_trace"] * ("lmad" in config["methods"])
+    out = {}
+    for f in wanted:
+        out[f"{f}_png"] = paper_report(f"{f}.png", captions[f])
+        out[f"{f}_pdf"] = layout.paper(f"{f}.pdf")
+    return out
+
+
 def paper_report(name, caption):
     """A paper output shown in the Snakemake report, with its caption config/report/paper_{caption}.rst."""
     return report(layout.paper(name), caption=f"../config/report/paper_{caption}.rst", category="Paper")

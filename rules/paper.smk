@@ -1,6 +1,7 @@
 # Paper tables, figures and trace viewer (README "Paper tables and figures"): Parquet of every
-# backbone in, results/paper/ out, no model calls. One rule per table / figure, so editing one
-# function's code reruns only its rule (`snakemake paper`).
+# backbone in, results/paper/ out, no model calls. One rule per table, so editing one
+# function's code reruns only its rule (`snakemake paper`); the figures are one job
+# (paper_figures), as matplotlib's import is most of a figure's cost.
 
 
 localrules:
@@ -9,10 +10,7 @@ localrules:
     paper_table2,
     paper_cost,
     paper_headroom,
-    paper_fig_accuracy,
-    paper_fig_pareto,
-    paper_fig_rounds,
-    paper_fig_trace,
+    paper_figures,
     paper_viewer,
     paper_dynamics,
 
@@ -128,92 +126,37 @@ rule paper_headroom:
         "../workflow/scripts/paper_headroom.py"
 
 
-rule paper_fig_accuracy:
-    input:
-        validation=judge_validation_file(),
-        judgments=paper_judgments(),
-    output:
-        png=paper_report("accuracy.png", "accuracy"),
-        pdf=layout.paper("accuracy.pdf"),
-    log:
-        "logs/paper/fig_accuracy.log",
-    params:
-        **run_scope("metric", "backbones", "datasets", "methods"),
-        code=code_hash(
-            "lmad.headline.headline",
-            "lmad.stages.paper.fig_accuracy", "lmad.paper.figures.accuracy"),
-    conda:
-        "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/paper_fig_accuracy.py"
-
-
-rule paper_fig_pareto:
+rule paper_figures:
     input:
         validation=judge_validation_file(),
         judgments=paper_judgments(),
         predictions=paper_predictions(),
+        questions=configured_questions(),
+        rounds=paper_rounds,
+        traces=paper_traces(["lmad"]),
     output:
-        png=paper_report("pareto.png", "pareto"),
-        pdf=layout.paper("pareto.pdf"),
+        **paper_figure_outputs(),
     log:
-        "logs/paper/fig_pareto.log",
+        "logs/paper/figures.log",
     params:
         **run_scope("metric", "backbones", "datasets", "methods"),
         code=code_hash(
             "lmad.headline.headline",
-            "lmad.stages.paper.fig_pareto", "lmad.paper.figures.pareto"),
-    conda:
-        "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/paper_fig_pareto.py"
-
-
-rule paper_fig_rounds:
-    input:
-        questions=configured_questions(),
-        rounds=paper_rounds,
-    output:
-        png=paper_report("rounds.png", "rounds"),
-        pdf=layout.paper("rounds.pdf"),
-    log:
-        "logs/paper/fig_rounds.log",
-    params:
-        code=code_hash(
-            "lmad.stages.paper.fig_rounds",
+            "lmad.stages.paper.figures",
+            "lmad.paper.figures.accuracy",
+            "lmad.paper.figures.pareto",
             "lmad.paper.figures.rounds",
+            "lmad.paper.figures.lmad_trace",
+            "lmad.paper.figures.select_trace_questions",
             "lmad.paper.dynamics.dynamics",
             "lmad.paper.dynamics.correctness_by_round",
             "lmad.paper.dynamics.answers_by_qid",
-        ),
-        backbones=config["backbones"],
-    conda:
-        "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/paper_fig_rounds.py"
-
-
-rule paper_fig_trace:
-    input:
-        traces=paper_traces(["lmad"]),
-        judgments=paper_judgments(),
-        questions=configured_questions(),
-    output:
-        png=paper_report("lmad_trace.png", "trace"),
-        pdf=layout.paper("lmad_trace.pdf"),
-    log:
-        "logs/paper/fig_trace.log",
-    params:
-        code=code_hash(
-            "lmad.stages.paper.fig_trace",
-            "lmad.paper.figures.lmad_trace",
-            "lmad.paper.figures.select_trace_questions",
         ),
         trace_questions=paper_setting("trace_questions"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/paper_fig_trace.py"
+        "../workflow/scripts/paper_figures.py"
 
 
 rule paper_viewer:

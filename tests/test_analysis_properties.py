@@ -220,14 +220,10 @@ def check_viewer(run: Run, data: dict, out: Path):
 def check_figures(run: Run, data: dict, tmp: Path):
     out = tmp / "results" / "paper"
     judgments, preds = sum(data["judgments"].values(), []), sum(data["predictions"].values(), [])
-    P.fig_accuracy(judgments, data["validation"], str(out / "accuracy.png"), str(out / "accuracy.pdf"),
-                   backbones=run.backbones, datasets=run.datasets, methods=run.methods, metric=run.metric, provenance={})
-    P.fig_pareto(judgments, data["validation"], preds, str(out / "pareto.png"), str(out / "pareto.pdf"),
-                 backbones=run.backbones, datasets=run.datasets, methods=run.methods, metric=run.metric, provenance={})
-    P.fig_rounds(data["questions"], sum(data["rounds"].values(), []), str(out / "rounds.png"),
-                 str(out / "rounds.pdf"), backbones=run.backbones, provenance={})
-    P.fig_trace(sum(data["traces"].values(), []), judgments, data["questions"], str(out / "lmad_trace.png"),
-                str(out / "lmad_trace.pdf"), trace_questions=2, provenance={})
+    P.figures(judgments, data["validation"], preds, data["questions"], sum(data["rounds"].values(), []),
+              sum(data["traces"].values(), []), backbones=run.backbones, datasets=run.datasets,
+              methods=run.methods, metric=run.metric, trace_questions=2, provenance={},
+              **{f"{f}_{ext}": str(out / f"{f}.{ext}") for f in P.FIGURES for ext in ("png", "pdf")})
     names = ["accuracy", "pareto", "rounds", "lmad_trace"]
     for b in run.backbones:
         a = tmp / "results" / b / "analysis"
@@ -392,8 +388,9 @@ def test_dynamics_curve_of_a_method_has_only_its_own_rounds(tmp_path):
 def test_trace_figure_without_an_lmad_trace(tmp_path):
     # polars ColumnNotFoundError "method" in select_trace_questions
     run, data = edge_run(tmp_path, ["hotpotqa"], ["cot"], {"hotpotqa": 1}, {})
-    P.fig_trace([], data["judgments"]["b0"], data["questions"], str(tmp_path / "t.png"), str(tmp_path / "t.pdf"),
-                trace_questions=2, provenance={})
+    P.figures(data["judgments"]["b0"], data["validation"], [], data["questions"], [], [], backbones=run.backbones,
+              datasets=run.datasets, methods=run.methods, metric=run.metric, trace_questions=2, provenance={},
+              lmad_trace_png=str(tmp_path / "t.png"), lmad_trace_pdf=str(tmp_path / "t.pdf"))
     assert (tmp_path / "t.pdf").read_bytes()[:4] == b"%PDF"
 
 

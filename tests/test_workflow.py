@@ -72,7 +72,9 @@ def test_editing_judge_prompt_reruns_only_judging_and_analysis(finished):
     judge_logs = "".join(p.read_text() for p in [*(workdir / "logs").rglob("judge.log"),
                                                   *(workdir / "logs" / "judge_validation").glob("*.log")])
     misses = sum(int(m) for m in re.findall(r"misses=(\d+)", judge_logs))
-    assert len(new) == misses > 0
+    # <=, not ==: judge and judge_validation run at once and may both miss one call that
+    # they share (the same question and candidate), which the store then holds once
+    assert 0 < len(new) <= misses
 
 
 def test_adding_a_backbone_adds_jobs_without_rerunning_the_first(finished):

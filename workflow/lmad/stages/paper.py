@@ -398,34 +398,34 @@ def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, b
 
 # ---- figures / viewer: lmad.paper.figures, lmad.paper.viewer ----
 
-def fig_accuracy(judgments: list[str], validation: str, png: str, pdf: str, backbones: list[str],
-                 datasets: list[str], methods: list[str], metric: str, provenance: dict, code: str = "") -> None:
-    from ..paper import figures
+#: Every paper figure, in the order rule paper_figures draws them.
+FIGURES = ("accuracy", "pareto", "rounds", "lmad_trace")
+
+
+def figures(judgments: list[str], validation: str, predictions: list[str], questions: list[str],
+            rounds: list[str], traces: list[str], backbones: list[str], datasets: list[str], methods: list[str],
+            metric: str, trace_questions: int, provenance: dict, code: str = "", **out: str) -> None:
+    """Every figure of the run in one job (rule paper_figures), so matplotlib is imported and
+    the judgments read once. ``out`` holds ``<figure>_png`` and ``<figure>_pdf`` for each
+    figure of FIGURES the config asks for (rounds: debate methods; lmad_trace: LMAD)."""
+    from ..paper import figures as draw
+    wanted = [f for f in FIGURES if f"{f}_png" in out]
+    if unknown := set(out) - {f"{f}_{ext}" for f in FIGURES for ext in ("png", "pdf")}:
+        raise ValueError(f"rule paper_figures: unknown outputs {sorted(unknown)}")
     head = read_headline(validation, metric)
-    figures.accuracy(with_score(load_judgments(judgments), head.metric), png, pdf, backbones, datasets, methods,
-                     head)
-
-
-def fig_pareto(judgments: list[str], validation: str, predictions: list[str], png: str, pdf: str,
-               backbones: list[str], datasets: list[str], methods: list[str], metric: str, provenance: dict,
-               code: str = "") -> None:
-    from ..paper import figures
-    head = read_headline(validation, metric)
-    figures.pareto(with_score(load_judgments(judgments), head.metric), load("predictions", predictions), png,
-                   pdf, backbones, datasets, methods, head)
-
-
-def fig_rounds(questions: list[str], rounds: list[str], png: str, pdf: str, backbones: list[str],
-               provenance: dict, code: str = "") -> None:
-    from ..paper import figures
-    figures.rounds(_golds(questions), rounds, png, pdf, backbones)
-
-
-def fig_trace(traces: list[str], judgments: list[str], questions: list[str], png: str, pdf: str,
-              trace_questions: int, provenance: dict, code: str = "") -> None:
-    from ..paper import figures
-    figures.lmad_trace(load("lmad_trace", traces), load_judgments(judgments), _golds(questions), png, pdf,
-                       trace_questions)
+    judged = load_judgments(judgments)
+    for f in wanted:
+        png, pdf = out[f"{f}_png"], out[f"{f}_pdf"]
+        if f == "accuracy":
+            draw.accuracy(with_score(judged, head.metric), png, pdf, backbones, datasets, methods, head)
+        elif f == "pareto":
+            draw.pareto(with_score(judged, head.metric), load("predictions", predictions), png, pdf, backbones,
+                        datasets, methods, head)
+        elif f == "rounds":
+            draw.rounds(_golds(questions), rounds, png, pdf, backbones)
+        else:
+            draw.lmad_trace(load("lmad_trace", traces), judged, _golds(questions), png, pdf, trace_questions)
+        log.info("drew %s", png)
 
 
 def viewer(questions: list[str], judgments: list[str], validation: str, traces: list[str], rounds: list[str],

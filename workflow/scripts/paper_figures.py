@@ -1,6 +1,6 @@
 from lmad.smk import run_rule
-from lmad.stages.paper import fig_rounds
+from lmad.stages.paper import figures
 
 # vLLM starts its workers with spawn, which re-imports this file: run only as the script
 if __name__ == "__main__":
-    run_rule(snakemake, fig_rounds)  # noqa: F821 (snakemake is injected by the script directive)
+    run_rule(snakemake, figures)  # noqa: F821 (snakemake is injected by the script directive)

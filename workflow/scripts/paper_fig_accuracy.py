@@ -1,6 +1,0 @@
-from lmad.smk import run_rule
-from lmad.stages.paper import fig_accuracy
-
-# vLLM starts its workers with spawn, which re-imports this file: run only as the script
-if __name__ == "__main__":
-    run_rule(snakemake, fig_accuracy)  # noqa: F821 (snakemake is injected by the script directive)
