@@ -58,6 +58,16 @@ def test_schema_method_enums_are_the_registry():
     assert sorted(props["debate"]["properties"]["methods"]["propertyNames"]["enum"]) == sorted(names("debate"))
 
 
+def test_schema_dataset_types_are_the_benchmarks_the_loaders_and_scorer_know():
+    from lmad.answers import SCORING_RULES
+    from lmad.data import DATASETS
+    from lmad.paper import DATASET_LABELS
+
+    props = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())["properties"]
+    types = props["datasets"]["additionalProperties"]["properties"]["type"]["enum"]
+    assert sorted(types) == sorted(DATASETS) == sorted(SCORING_RULES) == sorted(DATASET_LABELS)
+
+
 def test_registry():
     assert names("single") == ["cot", "sc"]
     assert names("lmad") == TABLE2_METHODS == ["lmad", "lmad-concrete", "lmad-always"]
