@@ -153,6 +153,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     config = config_for(work, args.test_double)
     piped = pipeline(work, config)
+    print(json.dumps({"pipeline": piped}), flush=True)   # kept if the sequential half is cut short
     seq, seq_out = sequential(work, config)
     same = seq_out == pipeline_outputs(work, config)
     result = {"method": METHOD, "questions": len(seq_out), "pipeline": piped, "sequential": seq,
