@@ -96,6 +96,19 @@ def test_a_server_that_cannot_start_is_named_with_its_log(fake_vllm_env, monkeyp
         serve.ensure_server({"name": "smol", "model": "/nowhere"}, timeout_s=60)
 
 
+def test_a_cluster_without_gpus_refusing_the_server_job_names_the_config_key(fake_vllm_env, monkeypatch):
+    # SLURM's answer to --gpus on a cluster that has none, from a stand-in sbatch
+    bin_dir = fake_vllm_env / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: Invalid generic resource (gres) specification' >&2\nexit 1\n")
+    (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    with pytest.raises(serve.ServeError, match=r"(?s)Invalid generic resource.*asked for 1 GPU.*"
+                                               r"config models\.smol.*resources\.gpu: 0"):
+        serve.ensure_server({"name": "smol", "model": "/nowhere"}, {"gpu": 1}, timeout_s=5)
+
+
 def test_served_run_starts_one_server_for_backbone_and_judge(workdir, monkeypatch):
     """The demo DAG with the backbone and the judge served: one server start in all, stopped
     at the end; a rerun whose calls are cached starts none."""
