@@ -100,7 +100,8 @@ def test_a_cluster_without_gpus_refusing_the_server_job_names_the_config_key(fak
     # SLURM's answer to --gpus on a cluster that has none, from a stand-in sbatch
     bin_dir = fake_vllm_env / "bin"
     bin_dir.mkdir()
-    (bin_dir / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: Invalid generic resource (gres) specification' >&2\nexit 1\n")
+    refusal = "sbatch: error: Invalid generic resource (gres) specification"
+    (bin_dir / "sbatch").write_text(f"#!/bin/sh\necho '{refusal}' >&2\nexit 1\n")
     (bin_dir / "sbatch").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("SLURM_JOB_ID", "7")
