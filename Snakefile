@@ -16,11 +16,13 @@ include: "rules/lmad.smk"
 include: "rules/debate.smk"
 include: "rules/manifest.smk"
 include: "rules/paper.smk"
+include: "rules/finalizers.smk"
 
 
 rule all:
     input:
         all_outputs(),
+        readout_outputs(),
     default_target: True
 
 

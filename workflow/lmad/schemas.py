@@ -164,6 +164,18 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("qid", _str), ("round", _int), ("active", _bool), ("stop_reason", _str), ("stop_round", _int),
         ("prediction", _str), ("prediction_norm", _str),
     ]), ["qid"]),
+    # ---- finalizers (lmad.finalizers): one method's agents' answers after one round, read out by one
+    # finalizer (round-level controls). answers_round: the round the answers come from (a question that
+    # stopped earlier keeps its stop round's); candidates / counts: distinct non-empty answers in vote order;
+    # evidence / scores / details: lvd's per candidate; replies: the finalizer's own calls (judge or verifier)
+    "finalized": (pa.schema([
+        ("qid", _str), ("dataset", _str), ("method", _str), ("round", _int), ("answers_round", _int),
+        ("finalizer", _str), ("answers", _strs), ("candidates", _strs), ("counts", pa.list_(_int)), ("vote", _str),
+        ("tie", _bool), ("evidence", pa.list_(_bool)), ("scores", pa.list_(_f64)), ("replies", _strs),
+        ("details", _strs), ("finish_reasons", _strs), ("parse_error", _str), ("prediction", _str),
+        ("prediction_norm", _str), ("source", _str), ("calls", _int), ("prompt_tokens", _int),
+        ("completion_tokens", _int),
+    ]), ["method", "qid", "round", "finalizer"]),
 }
 
 
