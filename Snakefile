@@ -17,6 +17,7 @@ include: "rules/debate.smk"
 include: "rules/manifest.smk"
 include: "rules/paper.smk"
 include: "rules/finalizers.smk"
+include: "rules/readout.smk"
 
 
 rule all:
