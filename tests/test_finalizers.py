@@ -175,3 +175,47 @@ def _demo_questions():
     from lmad.data.loaders import load_jsonl, select
 
     return select(load_jsonl(REPO / "data" / "demo" / "hotpotqa.jsonl", "hotpotqa"), 2, 0)
+
+
+# ---- the readout: the headroom identity with every finalizer, at every round
+
+ROUND = st.lists(answer, min_size=1, max_size=4)
+
+
+@given(st.lists(st.tuples(st.lists(ROUND, min_size=1, max_size=3), st.sampled_from(["Paris", "Lyon", "Nice"])),
+                min_size=1, max_size=5),
+       st.sampled_from(["garbage", "supports_all", "picks_last"]))
+def test_headroom_identity_holds_with_every_finalizer(questions, mode):
+    """Random rounds of answers and golds (0 % and 100 % cells, one question, one agent, all
+    replies unusable): gain over the R0 vote = recovered + new-correct − damage on every row."""
+    import polars as pl
+
+    from lmad.paper.readout import readout_rows, with_average
+
+    def respond(req):
+        if mode == "garbage":
+            return "?"
+        if kind(req) == "judge":
+            return req.constraint["choice"][-1]
+        return json.dumps({"supported": True, "quote": "Paris is the capital of France."})
+
+    bs, golds = [], {}
+    for i, (rounds, gold) in enumerate(questions):
+        qid = f"q{i}"
+        golds[("hotpotqa", qid)] = [gold]
+        width = len(rounds[0])
+        for t, answers in enumerate(rounds):
+            bs.append(ballot((answers * width)[:width], qid=qid, t=t))
+    # every question needs every round: pad with the question's last round (a stopped question)
+    last = max(b.round for b in bs)
+    for i in range(len(questions)):
+        mine = [b for b in bs if b.qid == f"q{i}"]
+        for t in range(len(mine), last + 1):
+            bs.append(ballot(mine[-1].answers, qid=f"q{i}", t=t))
+    rows, _, _ = run(bs, respond)
+    frame = pl.DataFrame([r | {"backbone": "bb"} for r in rows.values()])
+    out = readout_rows(frame, golds, {})
+    assert len(out) == (last + 1) * 3
+    for r in with_average(out).to_dicts():
+        assert abs(r["gain"] - (r["recovered"] + r["new_correct"] - r["damage"])) < 1e-9
+        assert 0 <= r["final_em"] <= 100 and 0 <= r["overturns_correct"] <= r["overturns"] <= 100

@@ -68,7 +68,8 @@ def readout_rows(finalized: pl.DataFrame, golds: Golds, costs: Costs) -> list[di
                 flags.append(hr.question_flags(r0[r["qid"]], r["prediction"], g))
                 final, vote = flags[-1]["final"], _em(r["vote"], g)
                 turned = r["prediction_norm"] != normalize_answer(r["vote"] or "")
-                calls, tokens = spent[t].get(r["qid"], (0, 0)) if t < len(spent) else (0, 0)
+                # a method with no call after round t' < t (everything stopped) spent what it had by t'
+                calls, tokens = spent[min(t, len(spent) - 1)].get(r["qid"], (0, 0)) if spent else (0, 0)
                 extra["round_vote_acc"] += vote
                 extra["round_hit_rate"] += any(_em(a, g) for a in r["answers"])
                 extra["overturns"] += turned

@@ -125,7 +125,8 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
     out = []
     for b in backbones:
         for m in methods:
-            for r in avg.filter((pl.col("backbone") == b) & (pl.col("method") == m)).sort("round").to_dicts():
+            sub = avg.filter((pl.col("backbone") == b) & (pl.col("method") == m)).to_dicts()
+            for r in sorted(sub, key=lambda r: (r["round"], list(FINALIZER_LABELS).index(r["finalizer"]))):
                 out.append([b, label(m), f"R{r['round']}", FINALIZER_LABELS.get(r["finalizer"], r["finalizer"]),
                             fmt(r["final_em"]), fmt(r["gain"], signed=True), fmt(r["round_hit_rate"]),
                             fmt(r["recovered"]), fmt(r["new_correct"]), fmt(r["damage"]),
