@@ -18,12 +18,14 @@ include: "rules/manifest.smk"
 include: "rules/paper.smk"
 include: "rules/finalizers.smk"
 include: "rules/readout.smk"
+include: "rules/societies.smk"
 
 
 rule all:
     input:
         all_outputs(),
         readout_outputs(),
+        society_outputs(),
     default_target: True
 
 

@@ -15,6 +15,7 @@ dataset or method a table belongs to ask it, instead of counting path segments.
     results/{backbone}/{dataset}/{method}/trace.parquet             LMAD trace
     results/{backbone}/{dataset}/{method}/round{t}{part}.parquet    debate rounds (part: "", _steps, _state)
     results/{backbone}/{dataset}/finalizers.parquet             finalizers on every round of every method
+    results/{backbone}/societies/{name}.parquet                 society pool, members, evaluation
     results/{backbone}/analysis/{name}
     results/judge/{judge}/{name}
     results/paper/{name}
@@ -94,6 +95,11 @@ def finalized(backbone: str, dataset: str) -> str:
     return per_question(backbone, dataset, "finalizers")
 
 
+def society(backbone: str, name: str) -> str:
+    """A society table of a backbone: ``pool``, ``members`` or ``evaluation`` (rules/societies.smk)."""
+    return f"{ROOT}/{backbone}/societies/{name}.parquet"
+
+
 def analysis(backbone: str, name: str) -> str:
     return f"{ROOT}/{backbone}/analysis/{name}"
 
@@ -137,6 +143,7 @@ _PATTERNS = [
     ("predictions", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/predictions/(?P<method>{_SEG})\.parquet$"),
     ("judgments", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/judgments\.parquet$"),
     ("finalized", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/finalizers\.parquet$"),
+    ("society", rf"(?P<backbone>{_SEG})/societies/(?P<stage>{_SEG})\.parquet$"),
     ("lmad_table", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/iter(?P<iteration>\d+)/"
                    rf"(?P<stage>{_SEG})\.parquet$"),
     ("lmad_trace", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/trace\.parquet$"),
