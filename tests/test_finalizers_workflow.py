@@ -17,9 +17,13 @@ def test_finalizers_and_readout_on_every_round(workdir):
     write_config(workdir, config)
     plan = snakemake(workdir, "--dry-run").stdout
     assert "rule finalizers:" not in plan and "rule paper_readout:" not in plan  # off by default
+    assert "rule society_pool:" not in plan
     assert "rule debate_round:" in plan
 
     config["finalizers"] = {"enabled": True}
+    config["societies"] = {"enabled": True, "k": 2, "pool": {"temperatures": [0.1, 0.5, 0.9], "personas": ["plain", "skeptic"],
+                                                             "variants": ["standard"],
+                                                             "perturbations": [{"seed": 1, "scale": 0.001}]}}
     write_config(workdir, config)
     snakemake(workdir)
 
@@ -50,3 +54,12 @@ def test_finalizers_and_readout_on_every_round(workdir):
     assert len(cells) == len(METHODS) * len(DATASETS)
     assert "Spearman" in (paper / "headroom_lift.md").read_text()
     assert (paper / "readout.png").stat().st_size > 0 and (paper / "headroom_lift.png").stat().st_size > 0
+
+    # societies: 3 x 2 x 1 + 3 perturbed agents answered every question; every selector picked
+    pool = read_table("society_pool", workdir / "results" / "scripted" / "societies" / "pool.parquet")
+    assert pool["agent"].n_unique() == 9 and len(pool) == 9 * 4
+    assert set(pool["split"]) == {"selection", "evaluation"} and pool["perturb_seed"].drop_nulls().n_unique() == 1
+    members = read_table("society_members", workdir / "results" / "scripted" / "societies" / "members.parquet")
+    sizes = {s: int((members["selector"] == s).sum()) for s in ("ac_greedy", "sc_greedy", "top_k", "default")}
+    assert sizes == {"ac_greedy": 2, "sc_greedy": 2, "top_k": 2, "default": 3}
+    assert "SC-Greedy" in (paper / "societies.md").read_text()

@@ -129,7 +129,7 @@ def _golds_of(pool: pl.DataFrame, split: str) -> list[list[str]]:
 
 
 def society_select(pool: str, members: str, evaluation: str, k: int, sc_min_support: float,
-                   default_temperatures: list[float], provenance: dict) -> None:
+                   default_temperatures: list[float], provenance: dict, code: str = "") -> None:
     frame = read_table("society_pool", pool)
     m, e = select_societies(frame, k, sc_min_support, default_temperatures)
     write_table("society_members", m, members, provenance)
