@@ -147,7 +147,9 @@ def societies_table(evaluation: list[str], members: list[str], csv: str, md: str
                     for p in evaluation]) if evaluation else pl.DataFrame()
     write_csv(csv, ev)
     rows = []
-    for r in ev.filter(pl.col("split") == "evaluation").to_dicts() if len(ev) else []:
+    order = list(LABELS)
+    evals = ev.filter(pl.col("split") == "evaluation").to_dicts() if len(ev) else []
+    for r in sorted(evals, key=lambda r: (r["backbone"], order.index(r["selector"]) if r["selector"] in order else 9)):
         sel = ev.filter((pl.col("backbone") == r["backbone"]) & (pl.col("selector") == r["selector"])
                         & (pl.col("split") == "selection")).row(0, named=True)
         rows.append([r["backbone"], LABELS.get(r["selector"], r["selector"]), str(r["size"]),
