@@ -19,6 +19,7 @@ include: "rules/paper.smk"
 include: "rules/finalizers.smk"
 include: "rules/readout.smk"
 include: "rules/societies.smk"
+include: "rules/matched.smk"
 
 
 rule all:

@@ -8,10 +8,10 @@ FINALIZE = config["finalizers"]
 
 
 def finalizer_methods():
-    """Methods whose rounds are finalized, config order: every debate and LMAD method, and SC
-    (its one round, the shared proposals)."""
+    """Methods whose rounds are finalized, config order: every debate and LMAD method, and every
+    voting method (SC: its one round, the shared proposals; sc-matched: its samples)."""
     return [m for m in config["methods"]
-            if METHODS[m].family in ("debate", "lmad") or METHODS[m].samples == "proposals"]
+            if METHODS[m].family in ("debate", "lmad") or METHODS[m].samples not in (None, "cot")]
 
 
 def method_rounds(method):
@@ -29,7 +29,7 @@ def round_answers(backbone, dataset, method, t):
         return layout.debate_round(backbone, dataset, method, t)
     if family == "lmad":
         return layout.lmad_table(backbone, dataset, method, t, "generate")
-    return layout.samples(backbone, dataset, "proposals")
+    return layout.samples(backbone, dataset, METHODS[method].samples)
 
 
 def finalizer_round_units():

@@ -20,8 +20,8 @@ if FINALIZE["enabled"]:
             round_steps=lambda w: [layout.debate_round(b, d, m, t, "_steps") for b in BACKBONES for d in DATASETS
                                    for m in DEBATE_METHODS for t in range(method_rounds(m))],
             traces=lambda w: [layout.lmad_trace(b, d, m) for b in BACKBONES for d in DATASETS for m in LMAD_METHODS],
-            proposals=lambda w: [layout.samples(b, d, "proposals") for b in BACKBONES for d in DATASETS
-                                 if "sc" in finalizer_methods()],
+            votes=lambda w: [layout.samples(b, d, METHODS[m].samples) for b in BACKBONES for d in DATASETS
+                             for m in finalizer_methods() if METHODS[m].family == "single"],
         output:
             csv=layout.paper("readout.csv"),
             md=layout.paper("readout.md"),

@@ -219,3 +219,13 @@ def test_headroom_identity_holds_with_every_finalizer(questions, mode):
     for r in with_average(out).to_dicts():
         assert abs(r["gain"] - (r["recovered"] + r["new_correct"] - r["damage"])) < 1e-9
         assert 0 <= r["final_em"] <= 100 and 0 <= r["overturns_correct"] <= r["overturns"] <= 100
+
+
+def test_new_tables_have_their_place_in_the_layout():
+    from lmad import layout
+
+    assert layout.finalized("qwen", "musique") == "results/qwen/musique/finalizers.parquet"
+    assert layout.parse(layout.finalized("qwen", "musique")) == layout.Location("finalized", "qwen", "musique")
+    assert layout.society("qwen", "pool") == "results/qwen/societies/pool.parquet"
+    assert layout.parse(layout.society("qwen", "members")) == layout.Location("society", "qwen", stage="members")
+    assert layout.parse(layout.samples("qwen", "musique", "matched")).stage == "matched"

@@ -7,12 +7,13 @@ import polars as pl
 from conftest import make_config, snakemake, write_config
 from lmad.schemas import read_table
 
-METHODS = ["sc", "mad", "consensus", "lmad"]
+METHODS = ["sc", "sc-matched", "mad", "consensus", "lmad"]
 DATASETS = ["hotpotqa", "2wikimultihopqa"]
 
 
 def test_finalizers_and_readout_on_every_round(workdir):
-    config = make_config(workdir, n=2, methods=METHODS, lmad={"iterations": 2}, debate={"rounds": 2})
+    config = make_config(workdir, n=2, methods=METHODS, lmad={"iterations": 2}, debate={"rounds": 2},
+                         sc_matched={"target": "mad", "max_samples": 6})
     config["datasets"] = {d: config["datasets"][d] for d in DATASETS}
     write_config(workdir, config)
     plan = snakemake(workdir, "--dry-run").stdout
@@ -31,9 +32,16 @@ def test_finalizers_and_readout_on_every_round(workdir):
         base = workdir / "results" / "scripted" / d
         fin = read_table("finalized", base / "finalizers.parquet")
         rounds = {m: fin.filter(pl.col("method") == m)["round"].max() for m in METHODS}
-        assert rounds == {"sc": 0, "mad": 2, "consensus": 2, "lmad": 1}
+        assert rounds == {"sc": 0, "sc-matched": 0, "mad": 2, "consensus": 2, "lmad": 1}
         assert set(fin["finalizer"]) == {"vote", "vote_judge", "lvd"}
-        assert len(fin) == 2 * 3 * (1 + 3 + 3 + 2)  # questions x finalizers x rounds
+        assert len(fin) == 2 * 3 * (1 + 1 + 3 + 3 + 2)  # questions x finalizers x rounds
+        # matched-tokens SC: its first 3 samples are the shared proposals (cache hits), then more
+        matched = read_table("samples", base / "samples" / "matched.parquet")
+        proposals = read_table("samples", base / "samples" / "proposals.parquet")
+        per_q = matched.group_by("qid").len()["len"].unique().to_list()
+        assert len(per_q) == 1 and 3 <= per_q[0] <= 6
+        head = matched.filter(pl.col("agent") < 3).sort("qid", "agent")
+        assert head["answer"].to_list() == proposals.sort("qid", "agent")["answer"].to_list()
         for m in METHODS:
             own = {r["qid"]: r["prediction"] for r in read_table("predictions", base / "predictions" /
                                                                    f"{m}.parquet").to_dicts()}

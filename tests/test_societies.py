@@ -95,3 +95,13 @@ def test_seeded_weight_perturbation_is_reproducible_and_changes_outputs():
     assert torch.equal(m0(x), base)
     assert perturb_suffix({"seed": 7, "scale": 0.05}) != perturb_suffix({"seed": 8, "scale": 0.05})
     assert perturb_suffix(None) == ""
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True), st.floats(allow_nan=True, allow_infinity=True),
+       st.integers(1, 64))
+def test_matched_tokens_sample_count_is_within_one_and_the_cap(budget, per_sample, cap):
+    from lmad.stages.matched import matched_samples
+
+    n = matched_samples(budget, per_sample, cap)
+    assert 1 <= n <= cap
+    assert matched_samples(900.0, 100.0, 64) == 9 and matched_samples(50.0, 100.0, 64) == 1

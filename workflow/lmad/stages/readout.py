@@ -14,6 +14,7 @@ from ..atomic import write_csv, write_text
 from ..display import fmt, markdown
 from ..paper import label
 from ..paper import readout as ro
+from ..registry import METHODS
 from ..schemas import read_table
 from .paper import _golds, load
 
@@ -23,10 +24,10 @@ FINALIZER_LABELS = {"vote": "vote", "vote_judge": "vote→judge", "lvd": "LVD"}
 
 
 def method_costs(round_samples: list[str], round_steps: list[str], traces: list[str],
-                 proposals: list[str], methods: list[str]) -> ro.Costs:
+                 votes: list[str], methods: list[str]) -> ro.Costs:
     """Per (backbone, dataset, method): {qid: (calls, generated tokens)} of each round's own calls
-    (not cumulative): debate rounds' answers and other steps, LMAD trace rows by iteration, SC's
-    proposals."""
+    (not cumulative): debate rounds' answers and other steps, LMAD trace rows by iteration, a voting
+    method's samples (SC: the proposals; ``methods`` says which method votes over which stage)."""
     per: dict[tuple, dict[int, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(
         lambda: [0, 0])))
 
@@ -44,10 +45,11 @@ def method_costs(round_samples: list[str], round_steps: list[str], traces: list[
         at = layout.parse(p)
         for r in read_table("lmad_trace", p).to_dicts():
             add((at.backbone, at.dataset, at.method), r["iteration"], [r])
-    for p in proposals:
+    for p in votes:
         at = layout.parse(p)
         for m in methods:
-            add((at.backbone, at.dataset, m), 0, read_table("samples", p).to_dicts())
+            if METHODS[m].samples == at.stage:
+                add((at.backbone, at.dataset, m), 0, read_table("samples", p).to_dicts())
     return {key: [{q: tuple(v) for q, v in rounds[t].items()} for t in range(max(rounds) + 1)]
             for key, rounds in per.items()}
 
@@ -106,12 +108,11 @@ def _figure_readout(frame: pl.DataFrame, cells: list[dict], png: str, backbones:
 
 
 def readout_table(questions: list[str], finalized: list[str], predictions: list[str], round_samples: list[str],
-                  round_steps: list[str], traces: list[str], proposals: list[str], csv: str, md: str, png: str,
+                  round_steps: list[str], traces: list[str], votes: list[str], csv: str, md: str, png: str,
                   backbones: list[str], methods: list[str], provenance: dict, code: str = "") -> None:
     golds = _golds(questions)
     fin = load("finalized", finalized)
-    sc_like = [m for m in methods if m == "sc"]
-    costs = method_costs(round_samples, round_steps, traces, proposals, sc_like)
+    costs = method_costs(round_samples, round_steps, traces, list(dict.fromkeys(votes)), methods)
     frame = ro.with_average(ro.readout_rows(fin, golds, costs))
     write_csv(csv, frame)
     cells = ro.lift_cells(fin, load("predictions", predictions), golds)
