@@ -54,7 +54,11 @@ def method_costs(round_samples: list[str], round_steps: list[str], traces: list[
             for key, rounds in per.items()}
 
 
-def _figure_readout(frame: pl.DataFrame, cells: list[dict], png: str, backbones: list[str]) -> None:
+STYLES = {"vote": "-", "vote_judge": "--", "lvd": ":"}
+
+
+def _figure_readout(frame: pl.DataFrame, cells: list[dict], png: str, backbones: list[str],
+                    order: list[str]) -> None:
     from ..paper.figures import _plt
     from ..atomic import save_figure
 
@@ -68,12 +72,14 @@ def _figure_readout(frame: pl.DataFrame, cells: list[dict], png: str, backbones:
     for i, b in enumerate(backbones):
         left, right = axes[i]
         sub = avg.filter(pl.col("backbone") == b) if not avg.is_empty() else avg
-        methods = sub["method"].unique(maintain_order=True).to_list() if not sub.is_empty() else []
-        for m in methods:
-            for f in sub["finalizer"].unique(maintain_order=True).to_list():
+        present = set(sub["method"].to_list()) if not sub.is_empty() else set()
+        methods = [m for m in order if m in present]
+        for k, m in enumerate(methods):
+            for f in [f for f in FINALIZER_LABELS if f in set(sub["finalizer"].to_list())]:
                 line = sub.filter((pl.col("method") == m) & (pl.col("finalizer") == f)).sort("round")
-                left.plot(line["round"].to_list(), line["gain"].to_list(), marker="o",
-                          label=f"{label(m)} · {FINALIZER_LABELS.get(f, f)}")
+                left.plot(line["round"].to_list(), line["gain"].to_list(), marker="o", ms=3, color=f"C{k}",
+                          ls=STYLES.get(f, "-"), label=f"{label(m)} · {FINALIZER_LABELS.get(f, f)}")
+        left.xaxis.get_major_locator().set_params(integer=True)
         left.axhline(0, color="grey", lw=0.8)
         left.set_xlabel("round (LMAD: iteration)")
         left.set_ylabel("EM − R0 vote (pp)")
@@ -116,7 +122,7 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
     frame = ro.with_average(ro.readout_rows(fin, golds, costs))
     write_csv(csv, frame)
     cells = ro.lift_cells(fin, load("predictions", predictions), golds)
-    _figure_readout(frame, cells, png, backbones)
+    _figure_readout(frame, cells, png, backbones, methods)
     if frame.is_empty():
         write_text(md, "**No finalized round in this run: nothing to read out.**\n")
         return
