@@ -229,3 +229,33 @@ def test_new_tables_have_their_place_in_the_layout():
     assert layout.society("qwen", "pool") == "results/qwen/societies/pool.parquet"
     assert layout.parse(layout.society("qwen", "members")) == layout.Location("society", "qwen", stage="members")
     assert layout.parse(layout.samples("qwen", "musique", "matched")).stage == "matched"
+
+
+def test_headroom_lift_correlations_and_their_edges():
+    import math
+
+    from lmad.paper.readout import correlations
+
+    line = [{"headroom": h, "lift": 2 * h - 1} for h in (0.0, 10.0, 25.0, 40.0)]
+    got = correlations(line)
+    assert got["pearson_r"] == 1.0 or abs(got["pearson_r"] - 1) < 1e-12
+    assert abs(got["spearman_rho"] - 1) < 1e-12 and got["n_cells"] == 4 and got["note"] == ""
+    monotone = [{"headroom": h, "lift": h ** 3} for h in (1.0, 2.0, 3.0, 10.0)]
+    assert abs(correlations(monotone)["spearman_rho"] - 1) < 1e-12 and correlations(monotone)["pearson_r"] < 1
+    for cells, why in ((line[:2], "at least 3"), ([{"headroom": 5.0, "lift": x} for x in (1, 2, 3)], "same")):
+        got = correlations(cells)
+        assert math.isnan(got["pearson_r"]) and math.isnan(got["spearman_rho"]) and why in got["note"]
+
+
+def test_a_method_without_predictions_is_left_out_of_the_scatter():
+    import polars as pl
+
+    from lmad.paper.readout import lift_cells
+
+    rows, _, _ = run([ballot(["Paris", "Lyon", "Lyon"])], verifier_says({}), names=["vote"])
+    fin = pl.DataFrame([r | {"backbone": "bb"} for r in rows.values()]
+                       + [r | {"backbone": "bb", "method": "consensus"} for r in rows.values()])
+    preds = pl.DataFrame([{"backbone": "bb", "dataset": "hotpotqa", "method": "mad", "qid": "q1", "prediction": "Paris"}])
+    cells = lift_cells(fin, preds, {("hotpotqa", "q1"): ["Paris"]})
+    assert [(c["method"], c["headroom"], c["lift"]) for c in cells] == [("mad", 100.0, 100.0)]
+    assert lift_cells(fin.clear(), preds, {}) == []
