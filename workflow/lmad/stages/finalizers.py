@@ -97,5 +97,6 @@ def finalizers(questions: list[str], rounds: list[str], finalized: list[str], ro
         write_table("finalized", [r for r in rows if r["dataset"] == d], path, provenance)
     sources = Counter((r["finalizer"], r["source"]) for r in rows)
     errors = sum(bool(r["parse_error"]) for r in rows)
-    log.info("%d ballots (%d methods), finalizers %s: %d distinct calls in one batch; sources %s; rows with a "
-             "parse error: %d; %s", len(all_ballots), len(tables), names, sent, dict(sources), errors, backend.stats())
+    log.info("%d ballots ((dataset, method) units: %d), finalizers %s: %d distinct calls in one batch; sources %s; "
+             "rows with a parse error: %d; %s", len(all_ballots), len(tables), names, sent, dict(sources), errors,
+             backend.stats())
