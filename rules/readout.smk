@@ -1,6 +1,6 @@
 # Readout tables and figures of the finalizers (README "Finalizers and round-level controls"):
 # Parquet in, results/paper/readout.* and headroom_lift.* out, no model calls. Off unless
-# finalizers.enabled (rules/finalizers.smk defines the input functions used here).
+# finalizers.enabled (input functions in rules/common.smk).
 
 
 if FINALIZE["enabled"]:

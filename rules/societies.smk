@@ -4,15 +4,6 @@
 # selection split and evaluated on the disjoint rest (lmad.stages.societies). Off unless
 # societies.enabled.
 
-SOCIETIES = config["societies"]
-
-
-def society_outputs():
-    """What the society rules add to `rule all` (nothing unless enabled)."""
-    if not SOCIETIES["enabled"]:
-        return []
-    return [layout.paper(f"societies.{ext}") for ext in ("csv", "md")]
-
 
 if SOCIETIES["enabled"]:
     if SOCIETIES["pool"]["perturbations"]:
