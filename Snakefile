@@ -16,11 +16,17 @@ include: "rules/lmad.smk"
 include: "rules/debate.smk"
 include: "rules/manifest.smk"
 include: "rules/paper.smk"
+include: "rules/finalizers.smk"
+include: "rules/readout.smk"
+include: "rules/societies.smk"
+include: "rules/matched.smk"
 
 
 rule all:
     input:
         all_outputs(),
+        readout_outputs(),
+        society_outputs(),
     default_target: True
 
 

@@ -419,3 +419,64 @@ def stop_served_models():
         stopped = stop_all()
         if stopped:
             print(f"stopped the vLLM servers of: {', '.join(stopped)}")
+
+
+# ---- When Debate Helps (rules/finalizers.smk, readout.smk, societies.smk): every saved round of
+# every method, and what these rules add to `rule all` (nothing unless enabled).
+
+FINALIZE = config["finalizers"]
+
+
+def finalizer_methods():
+    """Methods whose rounds are finalized, config order: every debate and LMAD method, and every
+    voting method (SC: its one round, the shared proposals; sc-matched: its samples)."""
+    return [m for m in config["methods"]
+            if METHODS[m].family in ("debate", "lmad") or METHODS[m].samples not in (None, "cot")]
+
+
+def method_rounds(method):
+    """How many answer tables a method saves: R + 1 debate rounds, L LMAD iterations, SC's one."""
+    family = METHODS[method].family
+    if family == "debate":
+        return debate_setting(method).rounds + 1
+    return config["lmad"]["iterations"] if family == "lmad" else 1
+
+
+def round_answers(backbone, dataset, method, t):
+    """The answer table of round t of a method (lmad.layout)."""
+    family = METHODS[method].family
+    if family == "debate":
+        return layout.debate_round(backbone, dataset, method, t)
+    if family == "lmad":
+        return layout.lmad_table(backbone, dataset, method, t, "generate")
+    return layout.samples(backbone, dataset, METHODS[method].samples)
+
+
+def finalizer_round_units():
+    """[dataset, method, round] of every answer table a finalizers job reads, in input order."""
+    return [[d, m, t] for d in DATASETS for m in finalizer_methods() for t in range(method_rounds(m))]
+
+
+def finalizer_rounds(wildcards):
+    return [round_answers(wildcards.backbone, d, m, t) for d, m, t in finalizer_round_units()]
+
+
+def finalized_tables(wildcards=None):
+    return [layout.finalized(b, d) for b in _backbones(wildcards) for d in DATASETS]
+
+
+def readout_outputs():
+    """What the finalizers and readout rules add to `rule all` (nothing unless enabled)."""
+    if not FINALIZE["enabled"]:
+        return []
+    return [layout.paper(f"{name}.{ext}") for name in ("readout", "headroom_lift") for ext in ("csv", "md", "png")]
+
+
+SOCIETIES = config["societies"]
+
+
+def society_outputs():
+    """What the society rules add to `rule all` (nothing unless enabled)."""
+    if not SOCIETIES["enabled"]:
+        return []
+    return [layout.paper(f"societies.{ext}") for ext in ("csv", "md")]

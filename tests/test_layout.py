@@ -69,12 +69,12 @@ def test_schema_dataset_types_are_the_benchmarks_the_loaders_and_scorer_know():
 
 
 def test_registry():
-    assert names("single") == ["cot", "sc"]
+    assert names("single") == ["cot", "sc", "sc-matched"]
     assert names("lmad") == TABLE2_METHODS == ["lmad", "lmad-concrete", "lmad-always"]
     assert {m.rule for m in METHODS.values()} == {"predict", "lmad_predict", "debate_predict"}
     assert all(m.protocol is not None for m in METHODS.values() if m.family == "debate")
     assert [m.label for m in METHODS.values()] == [
-        "CoT", "SC", "LMAD", "Concrete", "Always", "MAD", "Cons.", "PromptMAD", "TrueMAD", "ComputeMAD",
+        "CoT", "SC", "SC (matched tokens)", "LMAD", "Concrete", "Always", "MAD", "Cons.", "PromptMAD", "TrueMAD", "ComputeMAD",
         "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD"]
 
 

@@ -14,6 +14,8 @@ dataset or method a table belongs to ask it, instead of counting path segments.
     results/{backbone}/{dataset}/{method}/iter{k}/{stage}.parquet   LMAD stage tables
     results/{backbone}/{dataset}/{method}/trace.parquet             LMAD trace
     results/{backbone}/{dataset}/{method}/round{t}{part}.parquet    debate rounds (part: "", _steps, _state)
+    results/{backbone}/{dataset}/finalizers.parquet             finalizers on every round of every method
+    results/{backbone}/societies/{name}.parquet                 society pool, members, evaluation
     results/{backbone}/analysis/{name}
     results/judge/{judge}/{name}
     results/paper/{name}
@@ -88,6 +90,16 @@ def debate_round(backbone: str, dataset: str, method: str, round_index, part: st
     return f"{method_dir(backbone, dataset, method)}/round{round_index}{part}.parquet"
 
 
+def finalized(backbone: str, dataset: str) -> str:
+    """Every finalizer applied to every saved round of every method (rules/finalizers.smk)."""
+    return per_question(backbone, dataset, "finalizers")
+
+
+def society(backbone: str, name: str) -> str:
+    """A society table of a backbone: ``pool``, ``members`` or ``evaluation`` (rules/societies.smk)."""
+    return f"{ROOT}/{backbone}/societies/{name}.parquet"
+
+
 def analysis(backbone: str, name: str) -> str:
     return f"{ROOT}/{backbone}/analysis/{name}"
 
@@ -130,6 +142,8 @@ _PATTERNS = [
     ("samples", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/samples/(?P<stage>{_SEG})\.parquet$"),
     ("predictions", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/predictions/(?P<method>{_SEG})\.parquet$"),
     ("judgments", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/judgments\.parquet$"),
+    ("finalized", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/finalizers\.parquet$"),
+    ("society", rf"(?P<backbone>{_SEG})/societies/(?P<stage>{_SEG})\.parquet$"),
     ("lmad_table", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/iter(?P<iteration>\d+)/"
                    rf"(?P<stage>{_SEG})\.parquet$"),
     ("lmad_trace", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/trace\.parquet$"),

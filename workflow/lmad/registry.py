@@ -59,6 +59,7 @@ def _debate(p: Protocol) -> Method:
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("cot", "single", "CoT", samples="cot"),
     Method("sc", "single", "SC", samples="proposals"),
+    Method("sc-matched", "single", "SC (matched tokens)", samples="matched"),
     Method("lmad", "lmad", "LMAD", policy="strict", table2=True),
     Method("lmad-concrete", "lmad", "Concrete", policy="concrete", table2=True),
     Method("lmad-always", "lmad", "Always", policy="always", table2=True),

@@ -165,6 +165,41 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("qid", _str), ("round", _int), ("active", _bool), ("stop_reason", _str), ("stop_round", _int),
         ("prediction", _str), ("prediction_norm", _str),
     ]), ["qid"]),
+    # ---- finalizers (lmad.finalizers): one method's agents' answers after one round, read out by one
+    # finalizer (round-level controls). answers_round: the round the answers come from (a question that
+    # stopped earlier keeps its stop round's); candidates / counts: distinct non-empty answers in vote order;
+    # evidence / scores / details: lvd's per candidate; replies: the finalizer's own calls (judge or verifier)
+    "finalized": (pa.schema([
+        ("qid", _str), ("dataset", _str), ("method", _str), ("round", _int), ("answers_round", _int),
+        ("finalizer", _str), ("answers", _strs), ("candidates", _strs), ("counts", pa.list_(_int)), ("vote", _str),
+        ("tie", _bool), ("evidence", pa.list_(_bool)), ("scores", pa.list_(_f64)), ("replies", _strs),
+        ("details", _strs), ("finish_reasons", _strs), ("parse_error", _str), ("prediction", _str),
+        ("prediction_norm", _str), ("source", _str), ("calls", _int), ("prompt_tokens", _int),
+        ("completion_tokens", _int),
+    ]), ["method", "qid", "round", "finalizer"]),
+    # ---- coverage-selected societies (lmad.societies) ----
+    # one pool agent's answer to one question (rule society_pool); split: selection | evaluation;
+    # perturb_seed is null for an unperturbed agent; correct = EM against answer + aliases
+    "society_pool": (pa.schema([
+        ("qid", _str), ("dataset", _str), ("split", _str), ("agent", _int), ("agent_name", _str),
+        ("temperature", _f64), ("persona", _str), ("variant", _str), ("perturb_seed", _int), ("perturb_scale", _f64),
+        ("seed", _int), ("response", _str), ("answer", _str), ("answer_norm", _str), ("answer_method", _str),
+        ("correct", _bool), *_CALL,
+    ]), ["agent", "dataset", "qid"]),
+    # the agents each selector picked (rule society_select), in pick order; marginal = questions of the
+    # selection split the agent newly covered (greedy selectors), selection_accuracy / _support its scores
+    "society_members": (pa.schema([
+        ("selector", _str), ("rank", _int), ("agent", _int), ("agent_name", _str), ("temperature", _f64),
+        ("persona", _str), ("variant", _str), ("perturb_seed", _int), ("perturb_scale", _f64), ("marginal", _int),
+        ("selection_accuracy", _f64), ("selection_support", _f64),
+    ]), ["selector", "rank"]),
+    # each selected society on each split: proposal hit, majority vote, mean member accuracy (%), its
+    # coverage under both objectives, and its cost per question (one call per member)
+    "society_eval": (pa.schema([
+        ("selector", _str), ("split", _str), ("size", _int), ("n", _int), ("hit", _f64), ("vote", _f64),
+        ("member_acc", _f64), ("ac_coverage", _int), ("sc_coverage", _int), ("calls_per_q", _f64),
+        ("completion_tokens_per_q", _f64),
+    ]), ["selector", "split"]),
 }
 
 

@@ -51,6 +51,12 @@ def make_backend(spec: dict[str, Any]) -> Backend:
 def backend_identity(spec: dict[str, Any]) -> str:
     """The model identity in cache keys, computed without loading the model: name, weights
     fingerprint and the model's ``chat_template_kwargs`` (they change the rendered prompt)."""
+    from .perturb import perturb_suffix
+
+    return _identity(spec) + perturb_suffix(spec.get("perturb"))
+
+
+def _identity(spec: dict[str, Any]) -> str:
     kwargs = spec.get("chat_template_kwargs")
     if spec["backend"] == "scripted":
         from .scripted import scripted_identity

@@ -70,10 +70,13 @@ def scripted_identity(name: str, judge_mode: str = "hash") -> str:
 
 class ScriptedBackend(Backend):
     def __init__(self, name: str = "scripted", responder: Responder | str | None = None, judge_mode: str = "hash",
-                 chat_template_kwargs: dict | None = None, **_):
+                 chat_template_kwargs: dict | None = None, perturb: dict | None = None, **_):
         if judge_mode not in JUDGE_MODES:
             raise ValueError(f"scripted backend: judge_mode must be one of {JUDGE_MODES}, got {judge_mode!r}")
-        self.model_id = template_identity(scripted_identity(name, judge_mode), chat_template_kwargs)
+        from .perturb import perturb_suffix  # a "perturbed" double answers alike under its own identity
+
+        self.model_id = template_identity(scripted_identity(name, judge_mode), chat_template_kwargs) + perturb_suffix(
+            perturb)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})  # what a real backend would render with
         if isinstance(responder, str):
             module, _, attr = responder.partition(":")

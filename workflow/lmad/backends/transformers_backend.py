@@ -49,7 +49,8 @@ class _Row:
 
 class TransformersBackend(Backend):
     def __init__(self, name: str, model: str, batch_size: int = 16, threads: int | None = None,
-                 dtype: str = "float32", revision: str | None = None, chat_template_kwargs: dict | None = None):
+                 dtype: str = "float32", revision: str | None = None, chat_template_kwargs: dict | None = None,
+                 perturb: dict | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -61,6 +62,11 @@ class TransformersBackend(Backend):
         self.tok = AutoTokenizer.from_pretrained(model)
         self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype))
         self.model.eval()
+        if perturb:  # a seeded weight-perturbed agent (societies' neural-thicket pool; backends/perturb.py)
+            from .perturb import perturb_suffix, perturb_weights
+
+            perturb_weights(self.model, perturb["seed"], perturb["scale"])
+            self.model_id += perturb_suffix(perturb)
         self.batch_size = batch_size
         self.vocab = self.model.config.vocab_size
         # positions the model was trained for: its context window (config max_model_len overrides)

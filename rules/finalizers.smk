@@ -1,0 +1,39 @@
+# Finalizers and round-level controls (When Debate Helps; README "Finalizers and round-level
+# controls"): every finalizer of config `finalizers.names` (vote, vote_judge, lvd) applied to
+# every saved round of every method — a debate method's round{t}, an LMAD method's
+# iter{k}/generate, SC's shared proposals — one job per backbone covering every dataset, every
+# judge / verifier call in one batch (lmad.stages.finalizers). Off unless finalizers.enabled.
+
+
+if FINALIZE["enabled"]:
+    if SHARDS > 1:
+        raise ValueError("finalizers.enabled needs shards: 1 (rule finalizers reads every round of a whole dataset)")
+
+    rule finalizers:
+        input:
+            questions=question_tables,
+            rounds=finalizer_rounds,
+            prompt_judge=config["prompts"]["finalize_judge"],
+            prompt_verifier=config["prompts"]["verifier"],
+            weights=lambda w: model_files(w.backbone),
+        output:
+            finalized=[layout.finalized("{backbone}", d) for d in DATASETS],
+        log:
+            "logs/{backbone}/finalizers.log",
+        benchmark:
+            "benchmarks/{backbone}/finalizers.tsv"
+        params:
+            **model_params(),
+            round_units=finalizer_round_units(),
+            datasets=DATASETS,
+            names=FINALIZE["names"],
+            max_tokens=FINALIZE["max_tokens"],
+            lvd_weight=FINALIZE["lvd_weight"],
+            min_quote_words=FINALIZE["min_quote_words"],
+        conda:
+            "../envs/pipeline.yaml"
+        threads: lambda w: model_threads(w.backbone)
+        resources:
+            **model_resources(),
+        script:
+            "../workflow/scripts/finalizers.py"

@@ -1,0 +1,37 @@
+# The "matched tokens" self-consistency baseline (method sc-matched; README "Matched-tokens SC"):
+# as many solver samples as a target method's generated tokens per question buy, one job per
+# backbone covering every dataset in one batch (lmad.stages.matched); rule predict votes over them.
+
+
+if "sc-matched" in config["methods"]:
+    if config["sc_matched"]["target"] not in config["methods"]:
+        raise ValueError(f"sc_matched.target: {config['sc_matched']['target']} is not in methods")
+
+    rule sc_matched:
+        input:
+            questions=question_tables,
+            proposals=proposal_tables,
+            target=lambda w: [layout.predictions(w.backbone, d, config["sc_matched"]["target"])
+                              for d in job_datasets(w)],
+            prompt=config["prompts"]["solver"],
+            weights=lambda w: model_files(w.backbone),
+        output:
+            samples=[layout.samples("{backbone}", d, "matched") for d in job_datasets()],
+        log:
+            job_log("generate", "matched"),
+        benchmark:
+            job_log("generate", "matched", "benchmarks", "tsv")
+        params:
+            **model_params(),
+            target_method=config["sc_matched"]["target"],
+            temperatures=config["agents"]["temperatures"],
+            max_samples=config["sc_matched"]["max_samples"],
+            max_tokens=config["solver"]["max_tokens"],
+            seed=config["seed"],
+        conda:
+            "../envs/pipeline.yaml"
+        threads: lambda w: model_threads(w.backbone)
+        resources:
+            **model_resources(),
+        script:
+            "../workflow/scripts/sc_matched.py"

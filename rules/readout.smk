@@ -1,0 +1,60 @@
+# Readout tables and figures of the finalizers (README "Finalizers and round-level controls"):
+# Parquet in, results/paper/readout.* and headroom_lift.* out, no model calls. Off unless
+# finalizers.enabled (input functions in rules/common.smk).
+
+
+if FINALIZE["enabled"]:
+
+    localrules:
+        paper_readout,
+        paper_headroom_lift,
+
+    rule paper_readout:
+        input:
+            questions=configured_questions(),
+            finalized=finalized_tables(),
+            predictions=lambda w: [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS
+                                   for m in finalizer_methods()],
+            round_samples=lambda w: [layout.debate_round(b, d, m, t) for b in BACKBONES for d in DATASETS
+                                     for m in DEBATE_METHODS for t in range(method_rounds(m))],
+            round_steps=lambda w: [layout.debate_round(b, d, m, t, "_steps") for b in BACKBONES for d in DATASETS
+                                   for m in DEBATE_METHODS for t in range(method_rounds(m))],
+            traces=lambda w: [layout.lmad_trace(b, d, m) for b in BACKBONES for d in DATASETS for m in LMAD_METHODS],
+            votes=lambda w: [layout.samples(b, d, METHODS[m].samples) for b in BACKBONES for d in DATASETS
+                             for m in finalizer_methods() if METHODS[m].family == "single"],
+        output:
+            csv=layout.paper("readout.csv"),
+            md=layout.paper("readout.md"),
+            png=layout.paper("readout.png"),
+        log:
+            "logs/paper/readout.log",
+        params:
+            backbones=BACKBONES,
+            methods=finalizer_methods(),
+            code=code_hash("lmad.stages.readout.readout_table", "lmad.stages.readout.method_costs",
+                           "lmad.stages.readout._figure_readout", "lmad.paper.readout.readout_rows",
+                           "lmad.paper.readout.with_average", "lmad.paper.readout.lift_cells"),
+        conda:
+            "../envs/pipeline.yaml"
+        script:
+            "../workflow/scripts/paper_readout.py"
+
+    rule paper_headroom_lift:
+        input:
+            questions=configured_questions(),
+            finalized=finalized_tables(),
+            predictions=lambda w: [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS
+                                   for m in finalizer_methods()],
+        output:
+            csv=layout.paper("headroom_lift.csv"),
+            md=layout.paper("headroom_lift.md"),
+            png=layout.paper("headroom_lift.png"),
+        log:
+            "logs/paper/headroom_lift.log",
+        params:
+            code=code_hash("lmad.stages.readout.headroom_lift", "lmad.paper.readout.lift_cells",
+                           "lmad.paper.readout.correlations"),
+        conda:
+            "../envs/pipeline.yaml"
+        script:
+            "../workflow/scripts/paper_headroom_lift.py"

@@ -1,0 +1,80 @@
+# Coverage-selected societies (When Debate Helps §4; README "Coverage-selected societies"): a pool
+# of agents (temperature x persona x prompt variant, plus seeded weight-perturbed agents) answers
+# every question; AC-Greedy, SC-Greedy, top-K and the default personas are selected on a
+# selection split and evaluated on the disjoint rest (lmad.stages.societies). Off unless
+# societies.enabled.
+
+
+if SOCIETIES["enabled"]:
+    if SOCIETIES["pool"]["perturbations"]:
+        for _b in BACKBONES:
+            if config["models"][_b]["backend"] not in ("transformers", "scripted"):
+                raise ValueError(f"societies.pool.perturbations: backbone {_b} ({config['models'][_b]['backend']}) "
+                                 "cannot load perturbed weights; only the transformers backend can")
+
+    localrules:
+        society_select,
+        paper_societies,
+
+    rule society_pool:
+        input:
+            questions=lambda w: [questions_path(w.backbone, d) for d in DATASETS],
+            prompt=config["prompts"]["solver"],
+            weights=lambda w: model_files(w.backbone),
+        output:
+            pool=layout.society("{backbone}", "pool"),
+        log:
+            "logs/{backbone}/societies/pool.log",
+        benchmark:
+            "benchmarks/{backbone}/societies/pool.tsv"
+        params:
+            **model_params(),
+            temperatures=SOCIETIES["pool"]["temperatures"],
+            personas=SOCIETIES["pool"]["personas"],
+            variants=SOCIETIES["pool"]["variants"],
+            perturbations=SOCIETIES["pool"]["perturbations"],
+            selection_fraction=SOCIETIES["selection_fraction"],
+            max_tokens=config["solver"]["max_tokens"],
+            seed=config["seed"],
+        conda:
+            "../envs/pipeline.yaml"
+        threads: lambda w: model_threads(w.backbone)
+        resources:
+            **model_resources(),
+        script:
+            "../workflow/scripts/society_pool.py"
+
+    rule society_select:
+        input:
+            pool=layout.society("{backbone}", "pool"),
+        output:
+            members=layout.society("{backbone}", "members"),
+            evaluation=layout.society("{backbone}", "evaluation"),
+        log:
+            "logs/{backbone}/societies/select.log",
+        params:
+            k=SOCIETIES["k"],
+            sc_min_support=SOCIETIES["sc_min_support"],
+            default_temperatures=config["agents"]["temperatures"],
+            code=code_hash("lmad.stages.societies.select_societies", "lmad.societies.greedy",
+                           "lmad.societies.support_scores", "lmad.societies.evaluate"),
+        conda:
+            "../envs/pipeline.yaml"
+        script:
+            "../workflow/scripts/society_select.py"
+
+    rule paper_societies:
+        input:
+            evaluation=[layout.society(b, "evaluation") for b in BACKBONES],
+            members=[layout.society(b, "members") for b in BACKBONES],
+        output:
+            csv=layout.paper("societies.csv"),
+            md=layout.paper("societies.md"),
+        log:
+            "logs/paper/societies.log",
+        params:
+            code=code_hash("lmad.stages.societies.societies_table"),
+        conda:
+            "../envs/pipeline.yaml"
+        script:
+            "../workflow/scripts/paper_societies.py"

@@ -1,0 +1,169 @@
+"""Rules ``society_pool``, ``society_select`` and ``paper_societies`` (rules/societies.smk):
+coverage-selected societies (library ``lmad.societies``).
+
+``society_pool``: every pool agent answers every question of every dataset — one backend batch
+per set of weights (the unperturbed model; each seeded perturbation is its own model load), all
+questions × agents of those weights in it. ``society_select``: AC-Greedy, SC-Greedy, top-K and the
+default personas on the selection split, each evaluated on the disjoint evaluation split (no
+model calls). ``paper_societies``: results/paper/societies.{csv,md} over backbones.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+import polars as pl
+
+from .. import layout
+from .. import societies as so
+from ..answers import exact_match
+from ..atomic import write_csv, write_text
+from ..backends import open_backend
+from ..display import fmt, markdown
+from ..prompts import load_prompt
+from ..schemas import read_table, write_table
+from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
+
+log = logging.getLogger(__name__)
+
+
+def _agent_columns(a: so.PoolAgent) -> dict:
+    return {"agent": a.index, "agent_name": a.name, "temperature": a.temperature, "persona": a.persona,
+            "variant": a.variant, "perturb_seed": a.perturb_seed, "perturb_scale": a.perturb_scale}
+
+
+def society_pool(questions: list[str], pool: str, model: dict, cache_dir: str, prompt: str, temperatures: list[float],
+                 personas: list[str], variants: list[str], perturbations: list[dict], selection_fraction: float,
+                 max_tokens: int, seed: int, provenance: dict) -> None:
+    qs = [q for p in questions for q in read_table("questions", p).to_dicts()]
+    split = so.split_of(seed, [(q["dataset"], q["qid"]) for q in qs], selection_fraction)
+    agents = so.pool_agents(temperatures, personas, variants, perturbations)
+    solver = load_prompt(prompt)
+    by_weights: dict[tuple, list[so.PoolAgent]] = defaultdict(list)
+    for a in agents:
+        by_weights[(a.perturb_seed, a.perturb_scale)].append(a)
+    rows, stats = [], []
+    for (w_seed, _), members in by_weights.items():
+        spec = dict(model) | ({"perturb": members[0].perturb} if w_seed is not None else {})
+        backend = open_backend(spec, cache_dir)
+        jobs = []
+        for a in members:
+            ask = so.agent_prompt(solver, a)
+            for q in qs:
+                s = derive_seed(seed, q["qid"], "society", a.name)
+                jobs.append({"qid": q["qid"], "dataset": q["dataset"], "split": split[(q["dataset"], q["qid"])],
+                             **_agent_columns(a), "seed": s, "yes_no": job_yes_no(q),
+                             "request": solver_request(ask, q, a.temperature, s, max_tokens)})
+        golds = {(q["dataset"], q["qid"]): [q["answer"], *(q["aliases"] or [])] for q in qs}
+        for r in sample_rows(backend, jobs):
+            rows.append(r | {"correct": bool(exact_match(r["answer"] or "", golds[(r["dataset"], r["qid"])]))})
+        stats.append(f"weights {'base' if w_seed is None else members[0].name.split('-')[-1]}: {len(jobs)} calls, "
+                     f"{backend.stats()}")
+    write_table("society_pool", rows, pool, provenance)
+    n_sel = sum(v == "selection" for v in split.values())
+    log.info("pool of %d agents x %d questions (%d selection, %d evaluation); %s", len(agents), len(qs), n_sel,
+             len(qs) - n_sel, "; ".join(stats))
+
+
+def _matrix(pool: pl.DataFrame, split: str, agents: list[int]) -> tuple[list[list[str]], list[list[str]], list]:
+    """answers[a][q] over one split's questions (sorted), their golds are read from ``correct``."""
+    sub = pool.filter(pl.col("split") == split).sort("dataset", "qid", "agent")
+    keys = sorted({(r["dataset"], r["qid"]) for r in sub.select("dataset", "qid").to_dicts()})
+    cell = {(r["agent"], r["dataset"], r["qid"]): r for r in sub.to_dicts()}
+    answers = [[cell[(a, *k)]["answer"] or "" for k in keys] for a in agents]
+    correct = [[1.0 if cell[(a, *k)]["correct"] else 0.0 for k in keys] for a in agents]
+    tokens = [[cell[(a, *k)]["completion_tokens"] for k in keys] for a in agents]
+    return answers, correct, tokens
+
+
+def select_societies(pool: pl.DataFrame, k: int, sc_min_support: float, default_temperatures: list[float]
+                     ) -> tuple[list[dict], list[dict]]:
+    """(members rows, evaluation rows) of every selector."""
+    agents = sorted(set(pool["agent"].to_list()))
+    info = {r["agent"]: r for r in pool.unique("agent", keep="first").to_dicts()}
+    answers, correct, _ = _matrix(pool, "selection", agents)
+    support = so.support_scores(answers)
+    n_sel = len(answers[0]) if answers else 0
+    picks: dict[str, list[tuple[int, int | None]]] = {
+        "ac_greedy": so.greedy(correct, k),
+        "sc_greedy": so.greedy(support, k, sc_min_support),
+        "top_k": [(a, None) for a in so.top_k(correct, k)],
+        "default": [(a, None) for a, r in enumerate(agents)
+                    if info[r]["persona"] == "plain" and info[r]["variant"] == "standard"
+                    and info[r]["perturb_seed"] is None and info[r]["temperature"] in default_temperatures],
+    }
+    members, evaluation = [], []
+    for selector, chosen in picks.items():
+        rows_idx = [i for i, _ in chosen]
+        for rank, (i, marginal) in enumerate(chosen):
+            r = info[agents[i]]
+            members.append({"selector": selector, "rank": rank, **{c: r[c] for c in (
+                "agent", "agent_name", "temperature", "persona", "variant", "perturb_seed", "perturb_scale")},
+                "marginal": marginal, "selection_accuracy": 100 * sum(correct[i]) / max(n_sel, 1),
+                "selection_support": sum(support[i]) / max(n_sel, 1)})
+        for split in ("selection", "evaluation"):
+            ans, cor, tok = _matrix(pool, split, agents)
+            golds = _golds_of(pool, split)
+            ev = so.evaluate(ans, golds, rows_idx)
+            n = ev["n"]
+            evaluation.append({"selector": selector, "split": split, "size": len(rows_idx), "n": n, "hit": ev["hit"],
+                               "vote": ev["vote"], "member_acc": ev["member_acc"],
+                               "ac_coverage": so.coverage(cor, rows_idx) if rows_idx else 0,
+                               "sc_coverage": so.coverage(so.support_scores(ans), rows_idx, sc_min_support)
+                               if rows_idx and ans else 0,
+                               "calls_per_q": float(len(rows_idx)),
+                               "completion_tokens_per_q": sum(sum(tok[i]) for i in rows_idx) / n if n else None})
+    return members, evaluation
+
+
+def _golds_of(pool: pl.DataFrame, split: str) -> list[list[str]]:
+    """Per question of a split (sorted by dataset, qid): the answers judged correct there, so
+    ``exact_match`` against them reproduces ``correct`` (a question with no correct answer gets a
+    gold no answer matches)."""
+    sub = pool.filter(pl.col("split") == split)
+    keys = sorted({(r["dataset"], r["qid"]) for r in sub.select("dataset", "qid").to_dicts()})
+    right = defaultdict(list)
+    for r in sub.filter(pl.col("correct")).to_dicts():
+        right[(r["dataset"], r["qid"])].append(r["answer"])
+    return [right[k] or ["\x00no correct answer\x00"] for k in keys]
+
+
+def society_select(pool: str, members: str, evaluation: str, k: int, sc_min_support: float,
+                   default_temperatures: list[float], provenance: dict, code: str = "") -> None:
+    frame = read_table("society_pool", pool)
+    m, e = select_societies(frame, k, sc_min_support, default_temperatures)
+    write_table("society_members", m, members, provenance)
+    write_table("society_eval", e, evaluation, provenance)
+    for r in e:
+        log.info("%s on %s: size %d, hit %s, vote %s", r["selector"], r["split"], r["size"], r["hit"], r["vote"])
+
+
+LABELS = {"ac_greedy": "AC-Greedy", "sc_greedy": "SC-Greedy", "top_k": "Top-K (accuracy)", "default": "Default personas"}
+
+
+def societies_table(evaluation: list[str], members: list[str], csv: str, md: str, provenance: dict,
+                    code: str = "") -> None:
+    ev = pl.concat([read_table("society_eval", p).with_columns(pl.lit(layout.parse(p).backbone).alias("backbone"))
+                    for p in evaluation]) if evaluation else pl.DataFrame()
+    write_csv(csv, ev)
+    rows = []
+    order = list(LABELS)
+    evals = ev.filter(pl.col("split") == "evaluation").to_dicts() if len(ev) else []
+    for r in sorted(evals, key=lambda r: (r["backbone"], order.index(r["selector"]) if r["selector"] in order else 9)):
+        sel = ev.filter((pl.col("backbone") == r["backbone"]) & (pl.col("selector") == r["selector"])
+                        & (pl.col("split") == "selection")).row(0, named=True)
+        rows.append([r["backbone"], LABELS.get(r["selector"], r["selector"]), str(r["size"]),
+                     f"{sel['ac_coverage']} / {sel['sc_coverage']} of {sel['n']}", fmt(r["hit"]), fmt(r["vote"]),
+                     fmt(r["member_acc"]), fmt(r["calls_per_q"]), fmt(r["completion_tokens_per_q"])])
+    names = []
+    for p in members:
+        mem = read_table("society_members", p)
+        for sel in mem["selector"].unique(maintain_order=True).to_list():
+            picked = mem.filter(pl.col("selector") == sel).sort("rank")["agent_name"].to_list()
+            names.append(f"- {layout.parse(p).backbone} · {LABELS.get(sel, sel)}: {', '.join(picked)}")
+    write_text(md, "# Coverage-selected societies (official EM)\n\n" + markdown(
+        ["Backbone", "Society", "Agents", "Selection coverage (AC / SC)", "Eval. proposal hit", "Eval. vote",
+         "Eval. member acc.", "Calls / q", "Gen. tokens / q"], rows)
+        + "\nSelected on the selection split, evaluated on the disjoint evaluation split (% of its questions; "
+        "one call per member per question). AC = labeled answer coverage, SC = label-free support coverage "
+        "(lmad/societies.py).\n\nMembers, in pick order:\n" + "\n".join(names) + "\n")
