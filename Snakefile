@@ -16,6 +16,7 @@ include: "rules/lmad.smk"
 include: "rules/debate.smk"
 include: "rules/manifest.smk"
 include: "rules/paper.smk"
+include: "rules/disagreement.smk"
 
 
 rule all:

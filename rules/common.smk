@@ -11,6 +11,7 @@ from lmad.job_resources import model_sizing
 from lmad.protocols.debate import setting_of
 from lmad.registry import METHODS, TABLE2_METHODS, names
 from lmad.runlock import guard_workflow
+from lmad.tones import tone_role
 from lmad.smk import code_hash
 
 
@@ -297,7 +298,18 @@ def debate_round_inputs(wildcards):
             inputs[name] = [layout.debate_round(wildcards.backbone, w, method, t - 1, part)
                             for w in job_datasets(wildcards)]
     roles = METHODS[method].protocol.prompt_roles(t, t == setting.rounds, setting.manners, setting.shares_proposals)
-    return inputs | {f"prompt_{role}": config["prompts"][role] for role in roles}
+    return inputs | {f"prompt_{role}": config["prompts"][role] for role in roles + disagreement_roles(method, t)}
+
+
+def disagreement_roles(method, t):
+    """The prompt roles of a debate round besides its protocol's: the tone instruction of a
+    toned method (lmad.tones) and the layer-A self-report (config disagreement.self_report),
+    both in rounds t >= 1 only; none for a neutral method without layer A (so the default
+    config's rounds are unchanged)."""
+    if t == 0:
+        return []
+    role = tone_role(METHODS[method].tone)
+    return ([role] if role else []) + (["debate_self_report"] if config["disagreement"]["self_report"] else [])
 
 
 def debate_round_tables(part):
@@ -378,6 +390,7 @@ def paper_outputs():
         out += [layout.paper(n) for n in ("rounds.png", "dynamics.csv", "dynamics.md")]
     if "lmad" in config["methods"]:
         out.append(layout.paper("lmad_trace.png"))
+    out += disagreement_outputs()
     return out + [layout.paper(f"viewer/{b}.html") for b in BACKBONES]
 
 
@@ -404,3 +417,41 @@ def stop_served_models():
         stopped = stop_all()
         if stopped:
             print(f"stopped the vLLM servers of: {', '.join(stopped)}")
+
+
+# ---- Disagreement layers (rules/disagreement.smk; README "Disagreement layers"): off unless config
+# disagreement.self_report or disagreement.pushback is on, and only with a debating method.
+
+DISAGREEMENT = config["disagreement"]
+
+
+def disagreement_on():
+    return bool(DEBATE_METHODS) and (DISAGREEMENT["self_report"] or DISAGREEMENT["pushback"])
+
+
+def disagreement_outputs():
+    return [layout.paper(f"disagreement.{ext}") for ext in ("csv", "md")] if disagreement_on() else []
+
+
+def pushback_validation_file(name):
+    """A file of layer B's validation (the run's judge model; rules/disagreement.smk)."""
+    return layout.judge_validation(JUDGE, f"pushback_{name}")
+
+
+def debate_replies(wildcards):
+    """Every round's answers table of every configured debate method of one backbone."""
+    return [layout.debate_round(wildcards.backbone, w, m, t) for w in job_datasets(wildcards)
+            for m in DEBATE_METHODS for t in range(debate_setting(m).rounds + 1)]
+
+
+def disagreement_inputs(wildcards):
+    """The disagreement table's inputs: the rounds' steps (layer A) when self-reports are on;
+    the pushback labels of every backbone and the judge's validation when layer B is on."""
+    inputs = {"steps": [], "labels": [], "validation": []}
+    if DISAGREEMENT["self_report"]:
+        inputs["steps"] = [layout.debate_round(b, d, m, t, "_steps") for b in BACKBONES for d in DATASETS
+                           for m in DEBATE_METHODS for t in range(1, debate_setting(m).rounds + 1)]
+    if DISAGREEMENT["pushback"]:
+        inputs["labels"] = [layout.disagreement(b, "pushback.parquet") for b in BACKBONES]
+        inputs["validation"] = [pushback_validation_file("validation.parquet")]
+    return inputs

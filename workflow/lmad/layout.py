@@ -15,6 +15,7 @@ dataset or method a table belongs to ask it, instead of counting path segments.
     results/{backbone}/{dataset}/{method}/trace.parquet             LMAD trace
     results/{backbone}/{dataset}/{method}/round{t}{part}.parquet    debate rounds (part: "", _steps, _state)
     results/{backbone}/analysis/{name}
+    results/{backbone}/disagreement/{name}                      disagreement layers (pushback labels)
     results/judge/{judge}/{name}
     results/paper/{name}
     results/manifest.json
@@ -90,6 +91,11 @@ def debate_round(backbone: str, dataset: str, method: str, round_index, part: st
 
 def analysis(backbone: str, name: str) -> str:
     return f"{ROOT}/{backbone}/analysis/{name}"
+
+
+def disagreement(backbone: str, name: str) -> str:
+    """A backbone's disagreement-layer tables (layer B labels; lmad.disagreement)."""
+    return f"{ROOT}/{backbone}/disagreement/{name}"
 
 
 def judge_validation(judge: str, name: str) -> str:

@@ -164,6 +164,26 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("qid", _str), ("round", _int), ("active", _bool), ("stop_reason", _str), ("stop_round", _int),
         ("prediction", _str), ("prediction_norm", _str),
     ]), ["qid"]),
+    # ---- disagreement layers (lmad.disagreement; README "Disagreement layers") ----
+    # layer B's authored battery item judged: kind rebuttal | endorsement, expected stance, the judge's
+    # parsed stance / move ("" when the reply did not parse; parse_error says why)
+    "pushback_battery": (pa.schema([
+        ("dataset", _str), ("qid", _str), ("item", _int), ("kind", _str), ("variant", _int), ("expected", _str),
+        ("parent", _str), ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str),
+        ("raw", _str), ("parse_error", _str), *_CALL,
+    ]), ["dataset", "qid", "item"]),
+    # layer B's validation: recall on rebuttals and on endorsements, the two-sided floor, pass/fail and why
+    "pushback_validation": (pa.schema([
+        ("judge_model", _str), ("n_rebuttals", _int), ("n_endorsements", _int), ("rebuttal_recall", _f64),
+        ("endorsement_recall", _f64), ("n_unparsed", _int), ("min_recall", _f64), ("passed", _bool),
+        ("reason", _str),
+    ]), ["judge_model"]),
+    # layer B's label of one debate reply (round >= 1) of one method (a toned variant is its own method)
+    "pushback_labels": (pa.schema([
+        ("dataset", _str), ("method", _str), ("qid", _str), ("round", _int), ("agent", _int), ("parent", _str),
+        ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str), ("raw", _str),
+        ("parse_error", _str), *_CALL,
+    ]), ["dataset", "method", "qid", "round", "agent"]),
 }
 
 

@@ -18,7 +18,9 @@ from collections import Counter
 
 from ..backends import open_backend
 from ..prompts import load_prompt
-from ..protocols.debate import debate_prediction_rows, protocol, run_round
+from ..protocols.debate import debate_prediction_rows, run_round
+from ..registry import method as registered_method
+from ..tones import tone_role
 from ..schemas import read_table, write_table
 from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
@@ -42,6 +44,11 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
     check_aligned("debate_round", len(questions), samples=samples, steps=steps, state=state, proposals=proposals,
                   previous=previous, previous_state=previous_state)
     prompts = {k[len(PROMPT_PREFIX):]: load_prompt(v) for k, v in prompt_files.items()}
+    spec = registered_method(method)
+    # the tone instruction (lmad.tones) and the layer-A prompt come as prompt files of the round
+    role = tone_role(spec.tone)
+    tone = prompts.pop(role).user if role and round_index > 0 else ""
+    self_report = prompts.pop("debate_self_report", None)
     owner, qs = {}, []
     for u, path in enumerate(questions):
         for q in read_table("questions", path).to_dicts():
@@ -55,9 +62,9 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
 
     backend = open_backend(model, cache_dir)
     result = run_round(
-        protocol(method), method, round_index, last, qs, backend, prompts, temperatures, manners, seed, max_tokens,
+        spec.protocol, method, round_index, last, qs, backend, prompts, temperatures, manners, seed, max_tokens,
         aux_max_tokens, previous=rows("samples", previous) or (), previous_state=rows("debate_state", previous_state),
-        proposals=rows("samples", proposals))
+        proposals=rows("samples", proposals), tone=tone, self_report=self_report)
     for name, table, paths in (("samples", result.samples, samples), ("debate_steps", result.steps, steps),
                                ("debate_state", result.state, state)):
         for path, unit_rows in zip(paths, split_rows(len(paths), [owner[r["qid"]] for r in table], table)):

@@ -1,0 +1,103 @@
+"""results/paper/disagreement.{csv,md}: layers A and B per backbone x method x tone x round.
+
+Per cell (every debate reply of rounds t >= 1 of one method, pooled over datasets):
+
+* ``a_full``: share of layer-A self-reports saying ``full`` agreement, over the *labelled*
+  turns (a reply that did not parse is excluded and counted in ``a_unlabelled``), with its
+  Wilson 95 % interval; ``a_changed``: share saying ``changed_mind: yes``.
+* ``b_agree`` / ``b_challenge``: share of replies the blind judge reads as stance ``agree`` /
+  move ``challenge``, over its labelled replies, Wilson 95 %. Shown only when the judge
+  PASSED its battery (``b_status``); a FAILED judge's labels are kept in its Parquet table
+  but every B column here is empty.
+* ``ab_exact``: over turns labelled by both, the share where A's agreement equals B's
+  stance (full = agree, partial = partial, none = disagree); ``ab_kappa``: Cohen's kappa of
+  the binary "full agreement" reading of both (NaN when either is constant).
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from typing import Iterable, Mapping
+
+from ..display import markdown
+from ..judge_battery import cohen_kappa
+from ..registry import method as registered_method
+from ..stats import wilson_interval
+from .labels import STANCE_OF_AGREEMENT
+
+COLUMNS = ["backbone", "method", "base", "tone", "round", "turns", "a_labelled", "a_unlabelled", "a_full",
+           "a_full_lo", "a_full_hi", "a_changed", "b_status", "b_labelled", "b_unlabelled", "b_agree", "b_agree_lo",
+           "b_agree_hi", "b_challenge", "b_challenge_lo", "b_challenge_hi", "ab_pairs", "ab_exact", "ab_kappa"]
+
+
+def _share(k: int, n: int) -> tuple[float, float, float]:
+    return (k / n, *wilson_interval(k, n)) if n else (math.nan, math.nan, math.nan)
+
+
+def disagreement_rows(reports: Iterable[Mapping], labels: Iterable[Mapping], b_status: str) -> list[dict]:
+    """``reports``: layer-A ``self_report`` step rows with ``backbone``, ``method``, ``dataset``;
+    ``labels``: ``pushback_labels`` rows with ``backbone``; ``b_status``: ``PASSED``,
+    ``FAILED`` or ``off``. One row per (backbone, method, round), sorted."""
+    a, b = defaultdict(dict), defaultdict(dict)
+    for r in reports:
+        label = json.loads(r["parsed"]) if r["parsed"] else None
+        a[(r["backbone"], r["method"], r["round"])][(r["dataset"], r["qid"], r["agent"])] = label
+    use_b = b_status == "PASSED"
+    for r in labels:
+        label = {"stance": r["stance"], "move": r["move"]} if r["stance"] else None
+        b[(r["backbone"], r["method"], r["round"])][(r["dataset"], r["qid"], r["agent"])] = label
+    rows = []
+    for cell in sorted(set(a) | set(b)):
+        backbone, name, t = cell
+        spec = registered_method(name)
+        a_cell, b_cell = a.get(cell, {}), b.get(cell, {}) if use_b else {}
+        a_ok = [v for v in a_cell.values() if v]
+        b_ok = [v for v in b_cell.values() if v]
+        full = _share(sum(v["agreement"] == "full" for v in a_ok), len(a_ok))
+        changed = _share(sum(v["changed_mind"] == "yes" for v in a_ok), len(a_ok))[0]
+        agree = _share(sum(v["stance"] == "agree" for v in b_ok), len(b_ok))
+        challenge = _share(sum(v["move"] == "challenge" for v in b_ok), len(b_ok))
+        both = [(a_cell[k], b_cell[k]) for k in a_cell if a_cell[k] and b_cell.get(k)]
+        exact = (sum(STANCE_OF_AGREEMENT[x["agreement"]] == y["stance"] for x, y in both) / len(both)
+                 if both else math.nan)
+        kappa = cohen_kappa([float(x["agreement"] == "full") for x, _ in both],
+                            [float(y["stance"] == "agree") for _, y in both])
+        rows.append({
+            "backbone": backbone, "method": name, "base": spec.base, "tone": spec.tone, "round": t,
+            "turns": len(set(a_cell) | set(b.get(cell, {}))), "a_labelled": len(a_ok),
+            "a_unlabelled": len(a_cell) - len(a_ok), "a_full": full[0], "a_full_lo": full[1], "a_full_hi": full[2],
+            "a_changed": changed, "b_status": b_status, "b_labelled": len(b_ok),
+            "b_unlabelled": len(b_cell) - len(b_ok), "b_agree": agree[0], "b_agree_lo": agree[1],
+            "b_agree_hi": agree[2], "b_challenge": challenge[0], "b_challenge_lo": challenge[1],
+            "b_challenge_hi": challenge[2], "ab_pairs": len(both), "ab_exact": exact, "ab_kappa": kappa})
+    return rows
+
+
+def _pct(x: float) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{100 * x:.1f}"
+
+
+def _ci(row: dict, key: str) -> str:
+    if not math.isfinite(row[key]):
+        return "–"
+    return f"{_pct(row[key])} [{_pct(row[key + '_lo'])}, {_pct(row[key + '_hi'])}]"
+
+
+def disagreement_markdown(rows: list[dict], validation: str, layer_a: bool) -> str:
+    head = ["# Is the disagreement real? Layers A and B by method × tone × round", "",
+            f"> Layer A (self-report): {'on' if layer_a else 'off (config disagreement.self_report)'}.",
+            f"> {validation}", "",
+            "Shares in % over labelled turns, Wilson 95 % intervals in brackets; unlabelled turns are excluded "
+            "and counted. A–B: exact agreement of A's agreement with B's stance over turns both labelled.", ""]
+    header = ["Backbone", "Method", "Tone", "Round", "Turns", "A labelled / unlabelled", "A full agreement %",
+              "A changed mind %", "B labelled / unlabelled", "B agree %", "B challenge %", "A–B exact %",
+              "A–B κ (full)"]
+    body = [[r["backbone"], r["base"], r["tone"], str(r["round"]), str(r["turns"]),
+             f"{r['a_labelled']} / {r['a_unlabelled']}", _ci(r, "a_full"), _pct(r["a_changed"]),
+             f"{r['b_labelled']} / {r['b_unlabelled']}" if r["b_status"] == "PASSED" else r["b_status"],
+             _ci(r, "b_agree"), _ci(r, "b_challenge"), _pct(r["ab_exact"]),
+             "–" if not math.isfinite(r["ab_kappa"]) else f"{r['ab_kappa']:.2f}"] for r in rows]
+    if not rows:
+        return "\n".join(head + ["No debate reply of a round t ≥ 1 in this run (no debating method, or R = 0)."]) + "\n"
+    return "\n".join(head) + "\n" + markdown(header, body)
