@@ -82,7 +82,7 @@ def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_nam
 
 
 def disagreement_table(steps: list[str], labels: list[str], validation: list[str], csv: str, md: str,
-                       self_report: bool) -> None:
+                       self_report: bool, provenance: dict) -> None:
     """results/paper/disagreement.{csv,md} from the rounds' ``debate_steps`` (layer A), the
     backbones' pushback labels and the judge's validation (layer B; empty lists when off)."""
     reports = []
