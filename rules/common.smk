@@ -309,7 +309,7 @@ def disagreement_roles(method, t):
     if t == 0:
         return []
     role = tone_role(METHODS[method].tone)
-    return ([role] if role else []) + (["debate_self_report"] if config["disagreement"]["self_report"] else [])
+    return ([role] if role else []) + (["self_report"] if config["disagreement"]["self_report"] else [])
 
 
 def debate_round_tables(part):

@@ -118,7 +118,7 @@ def test_neutral_tone_sends_todays_requests():
 # -------------------------------------------------------------------------- layer A
 
 def test_self_report_in_the_turns_conversation_one_batch_per_round_not_costed():
-    prompt = PROMPTS["debate_self_report"]
+    prompt = PROMPTS["self_report"]
     backend, batches, results = run("mad", tone=TONE, self_report=prompt)
     # round 0 reuses no proposals here: 6 solver calls; then per round 6 revisions and 6 self-reports
     assert batches == [["turn"] * 6, ["turn"] * 6, ["self_report"] * 6, ["turn"] * 6, ["self_report"] * 6]
@@ -141,7 +141,7 @@ def test_every_unparsable_self_report_is_recorded_never_raises():
     def garbage(req):
         return "I mostly agree!" if kind(req) == "self_report" else f"Reasoning.\nAnswer: Alpha {req.seed % 2}"
 
-    _, _, results = run("mad", self_report=PROMPTS["debate_self_report"], responder=garbage)
+    _, _, results = run("mad", self_report=PROMPTS["self_report"], responder=garbage)
     reports = [s for res in results for s in res.steps if s["step"] == SELF_REPORT_STEP]
     assert reports and all(s["parsed"] == "" and s["parse_error"].startswith("invalid JSON") for s in reports)
     rows = disagreement_rows([s | {"backbone": "b", "method": "mad", "dataset": "d"} for s in reports], [], "off")
@@ -171,7 +171,7 @@ def test_label_parsers_are_strict(agreement, changed, stance, move, extra):
 # -------------------------------------------------------------------------- layer B
 
 def test_blind_judge_sees_parent_and_reply_only():
-    prompt = PROMPTS["debate_self_report"]
+    prompt = PROMPTS["self_report"]
     _, _, results = run("mad@hostile", tone=TONE, self_report=prompt)
     samples = [r for res in results for r in res.samples]
     items = replies_with_parents(method("mad").protocol, samples)

@@ -10,7 +10,7 @@ turns, manner steps and advice; LMAD's local debate): the initial proposals, the
 aggregation (vote, moderator) and every judge stay neutral, so round 0 is the shared
 proposals table whatever the tone, and a toned method differs from its neutral one only in
 the calls the tone reaches. The instruction is appended to the turn's system message; the
-text of each tone is its own prompt file (config ``prompts: debate_tone_<tone>``).
+text of each tone is its own prompt file (config ``prompts: tone_<tone>``).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def split_tone(name: str) -> tuple[str, str]:
 
 def tone_role(tone: str) -> str | None:
     """The prompt role (config ``prompts`` key) of a tone's instruction; None for neutral."""
-    return None if tone == "neutral" else f"debate_tone_{tone}"
+    return None if tone == "neutral" else f"tone_{tone}"
 
 
 def with_tone(messages: tuple[tuple[str, str], ...], instruction: str) -> tuple[tuple[str, str], ...]:

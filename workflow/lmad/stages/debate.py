@@ -48,7 +48,7 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
     # the tone instruction (lmad.tones) and the layer-A prompt come as prompt files of the round
     role = tone_role(spec.tone)
     tone = prompts.pop(role).user if role and round_index > 0 else ""
-    self_report = prompts.pop("debate_self_report", None)
+    self_report = prompts.pop("self_report", None)
     owner, qs = {}, []
     for u, path in enumerate(questions):
         for q in read_table("questions", path).to_dicts():
