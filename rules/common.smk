@@ -455,3 +455,10 @@ def disagreement_inputs(wildcards):
         inputs["labels"] = [layout.disagreement(b, "pushback.parquet") for b in BACKBONES]
         inputs["validation"] = [pushback_validation_file("validation.parquet")]
     return inputs
+
+
+def lmad_tone_prompts():
+    """The tone instructions (lmad.tones) of the run's toned LMAD methods: inputs of the local
+    debate only (none in a run without one, so its jobs are unchanged)."""
+    roles = sorted({tone_role(METHODS[m].tone) for m in LMAD_METHODS} - {None})
+    return {f"prompt_{role}": config["prompts"][role] for role in roles}

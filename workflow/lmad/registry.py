@@ -71,6 +71,8 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("lmad", "lmad", "LMAD", policy="strict", table2=True),
     Method("lmad-concrete", "lmad", "Concrete", policy="concrete", table2=True),
     Method("lmad-always", "lmad", "Always", policy="always", table2=True),
+    # LMAD (Strict) with a tone in its local debate (lmad.tones); not Table 2 columns
+    *(Method(toned("lmad", tone), "lmad", f"LMAD ({tone})", policy="strict", tone=tone) for tone in TONES[1:]),
     *(_debate(p) for p in PROTOCOLS.values()),
     # every debating method at the two non-neutral tones (lmad.tones), after all neutral methods
     *(_debate(p, tone) for tone in TONES[1:] for p in PROTOCOLS.values()),
