@@ -426,7 +426,7 @@ DISAGREEMENT = config["disagreement"]
 
 
 def disagreement_on():
-    return bool(DEBATE_METHODS) and (DISAGREEMENT["self_report"] or DISAGREEMENT["pushback"])
+    return bool(DEBATE_METHODS or LMAD_METHODS) and (DISAGREEMENT["self_report"] or DISAGREEMENT["pushback"])
 
 
 def disagreement_outputs():
@@ -451,10 +451,31 @@ def disagreement_inputs(wildcards):
     if DISAGREEMENT["self_report"]:
         inputs["steps"] = [layout.debate_round(b, d, m, t, "_steps") for b in BACKBONES for d in DATASETS
                            for m in DEBATE_METHODS for t in range(1, debate_setting(m).rounds + 1)]
+    if DISAGREEMENT["self_report"] and LMAD_METHODS:
+        inputs["lmad_reports"] = [layout.disagreement(b, "lmad_self_report.parquet") for b in BACKBONES]
     if DISAGREEMENT["pushback"]:
         inputs["labels"] = [layout.disagreement(b, "pushback.parquet") for b in BACKBONES]
         inputs["validation"] = [pushback_validation_file("validation.parquet")]
     return inputs
+
+
+def lmad_debate_tables(stage, last=0):
+    """Input function: one LMAD stage's table of every dataset, LMAD method and iteration of a
+    backbone (iterations 0 .. L - 1 - ``last``)."""
+
+    def tables(wildcards):
+        return [layout.lmad_table(wildcards.backbone, w, m, k, stage) for w in job_datasets(wildcards)
+                for m in LMAD_METHODS for k in range(config["lmad"]["iterations"] - last)]
+
+    return tables
+
+
+def pushback_lmad_inputs(wildcards):
+    """Layer B reads LMAD's local debates too: every iteration's localization and positions."""
+    if not LMAD_METHODS:
+        return {}
+    return {"lmad_localizations": lmad_debate_tables("localize")(wildcards),
+            "lmad_positions": lmad_debate_tables("debate")(wildcards)}
 
 
 def lmad_tone_prompts():

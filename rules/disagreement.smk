@@ -39,6 +39,7 @@ rule pushback_validation:
 
 rule pushback:
     input:
+        unpack(pushback_lmad_inputs),
         rounds=debate_replies,
         prompt=config["prompts"]["pushback_judge"],
         weights=model_files(config["judge"]["model"]),
@@ -74,3 +75,32 @@ rule disagreement_table:
         "../envs/pipeline.yaml"
     script:
         "../workflow/scripts/disagreement_table.py"
+
+
+# Layer A on LMAD's local debate: each turn rebuilt from its stage tables and followed by the
+# debater's self-report (one job per backbone, one batch, the backbone's model).
+rule lmad_self_report:
+    input:
+        **lmad_tone_prompts(),
+        questions=question_tables,
+        localizations=lmad_debate_tables("localize"),
+        positions=lmad_debate_tables("debate"),
+        states=lmad_debate_tables("state", last=1),
+        prompt=config["prompts"]["debater"],
+        prompt_self_report=config["prompts"]["self_report"],
+        weights=lambda w: model_files(w.backbone),
+    output:
+        reports=layout.disagreement("{backbone}", "lmad_self_report.parquet"),
+    log:
+        "logs/{backbone}/disagreement/lmad_self_report.log",
+    params:
+        **model_params(),
+        max_tokens=config["lmad"]["max_tokens"]["debater"],
+        seed=config["seed"],
+    conda:
+        "../envs/pipeline.yaml"
+    threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
+    script:
+        "../workflow/scripts/lmad_self_report.py"

@@ -216,6 +216,29 @@ def test_battery_is_balanced_and_the_floor_is_two_sided():
     assert not validate([], 0.8)["passed"]
 
 
+def test_lmad_local_turns_rebuild_the_requests_the_local_debate_sent():
+    from lmad.disagreement.local import local_turns
+    from lmad.protocols.lmad.local_debate import run_debate
+
+    items = [{"qid": q["qid"], "question": q, "committed": ["Alpha is a city."] if i else [],
+              "segments": [["Alpha is a city."], ["Beta is a town."], ["Beta is a town.", "So Beta."]],
+              "conflict": "Alpha or Beta", "witness_claims": ["Alpha", "Beta", "So Beta."], "tone": TONE}
+             for i, q in enumerate(QUESTIONS)]
+    backend = ScriptedBackend()
+    [rows0, rows1] = run_debate(backend, PROMPTS["debater"], items, 1, 2, PERSONAS, 0, 32)
+    sent = {r.key("m") for r in backend.calls}
+    assert all(TONE in r.messages[0][1] for r in backend.calls)
+    rebuilt = []
+    for item, rows in zip(items, (rows0, rows1)):
+        loc = [{k: item[k] for k in ("qid", "segments", "conflict", "witness_claims")}]
+        turns = local_turns(PROMPTS["debater"], TONE, {item["qid"]: item["question"]},
+                            {item["qid"]: item["committed"]}, loc, rows, 32)
+        assert [(t["round"], t["agent"]) for t in turns] == [(r, a) for r in (1, 2) for a in range(3)]
+        assert turns[0]["parent"] == "Earlier response 1:\nBeta\n\nEarlier response 2:\nSo Beta."
+        rebuilt += [t["request"].key("m") for t in turns]
+    assert set(rebuilt) == sent and len(rebuilt) == len(backend.calls) == 12
+
+
 # ---------------------------------------------------------------------------- table
 
 CELL = st.lists(st.tuples(st.sampled_from([*AGREEMENT, None]), st.sampled_from([*STANCE, None])), min_size=1,
@@ -249,7 +272,8 @@ def test_table_edges(cell, status):
 # ------------------------------------------------------------------------- workflow
 
 def test_layers_through_snakemake(workdir):
-    config = make_config(workdir, n=2, methods=["cot", "sc", "mad", "mad@hostile", "mad@friendly"],
+    config = make_config(workdir, n=2, methods=["cot", "sc", "mad", "mad@hostile", "mad@friendly", "lmad",
+                                                "lmad@hostile"], lmad={"iterations": 2},
                          models={"scripted": {"backend": "scripted", "model": "scripted",
                                               "responder": "pushback_oracle:respond"}},
                          disagreement={"self_report": True, "pushback": True, "battery_questions": 2})
@@ -259,12 +283,17 @@ def test_layers_through_snakemake(workdir):
     snakemake(workdir, env=env)
     md = (workdir / "results/paper/disagreement.md").read_text()
     assert "validation PASSED" in md
+    for tone in ("neutral", "hostile"):  # LMAD: 1 local round, questions that disagree only
+        assert f"| scripted | lmad | {tone} | 1 |" in md
+    assert read_table("lmad_self_reports", workdir / "results/scripted/disagreement/lmad_self_report.parquet").height
     for tone in TONES:
         for t in (1, 2):
             # 2 datasets x 2 questions x 3 agents; the oracle's self-reports all say "none"
             assert f"| scripted | mad | {tone} | {t} | 12 | 12 / 0 | 0.0 [0.0, " in md, (tone, t)
     labels = read_table("pushback_labels", workdir / "results/scripted/disagreement/pushback.parquet")
-    assert set(labels["method"]) == {"mad", "mad@hostile", "mad@friendly"} and len(labels) == 3 * 24
+    debate_labels = labels.filter(~labels["method"].str.starts_with("lmad"))
+    assert set(debate_labels["method"]) == {"mad", "mad@hostile", "mad@friendly"} and len(debate_labels) == 3 * 24
+    assert {"lmad", "lmad@hostile"} <= set(labels["method"])
     # round 0 of a toned method is the shared proposals (no call), and its prompts carry the tone after
     assert "0 model calls" in (workdir / "logs/scripted/mad@hostile/round0.log").read_text()
     for tone in ("hostile", "friendly"):

@@ -141,6 +141,7 @@ _PATTERNS = [
     ("lmad_trace", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/trace\.parquet$"),
     ("debate_round", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/round(?P<round>\d+)"
                      r"(?P<part>_steps|_state)?\.parquet$"),
+    ("disagreement", rf"(?P<backbone>{_SEG})/disagreement/(?P<stage>{_SEG})\.parquet$"),
 ]
 _COMPILED = [(kind, re.compile(pattern)) for kind, pattern in _PATTERNS]
 

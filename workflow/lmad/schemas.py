@@ -178,12 +178,19 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("endorsement_recall", _f64), ("n_unparsed", _int), ("min_recall", _f64), ("passed", _bool),
         ("reason", _str),
     ]), ["judge_model"]),
-    # layer B's label of one debate reply (round >= 1) of one method (a toned variant is its own method)
+    # layer B's label of one debate reply (round >= 1) of one method (a toned variant is its own method);
+    # iteration: the LMAD iteration of a local-debate reply, 0 for a debate method's
     "pushback_labels": (pa.schema([
-        ("dataset", _str), ("method", _str), ("qid", _str), ("round", _int), ("agent", _int), ("parent", _str),
-        ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str), ("raw", _str),
+        ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
+        ("parent", _str), ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str), ("raw", _str),
         ("parse_error", _str), *_CALL,
-    ]), ["dataset", "method", "qid", "round", "agent"]),
+    ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
+    # layer A on LMAD's local debate: one turn's self-report, asked after the turn in its own conversation
+    # (parsed = {"agreement", "changed_mind"} JSON or "", parse_error = why the strict parse failed)
+    "lmad_self_reports": (pa.schema([
+        ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
+        ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str), ("parse_error", _str), *_CALL,
+    ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
 }
 
 

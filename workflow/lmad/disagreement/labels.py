@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 
+from ..backends import ChatRequest
 from ..model_json import load_model_json
+from ..prompts import Prompt
 
 AGREEMENT = ("full", "partial", "none")
 CHANGED = ("yes", "no")
@@ -72,3 +74,11 @@ def parse_pushback(text) -> tuple[dict | None, str]:
 
 def as_json(label: dict | None) -> str:
     return json.dumps(label, sort_keys=True) if label else ""
+
+
+def self_report_request(turn: ChatRequest, reply: str, prompt: Prompt, seed: int) -> ChatRequest:
+    """Layer A's call: the turn's own conversation (its prompt, tone included, and the debater's
+    reply) followed by the self-report question, at the turn's temperature, JSON-constrained."""
+    return ChatRequest(messages=(*turn.messages, ("assistant", reply), *prompt.render()),
+                       temperature=float(turn.temperature), max_tokens=SELF_REPORT_MAX_TOKENS, seed=seed,
+                       constraint={"json": SELF_REPORT_SCHEMA})

@@ -138,7 +138,9 @@ def validate(rows: Sequence[dict], min_recall: float) -> dict:
                  "judge_verdict": verdict.get(r["stance"], "unscored" if not r["stance"] else "partial")}
                 for r in rows]
     s = summarize(as_judge, min_recall)
-    reason = s["reason"].replace("known-correct", "endorsements").replace("known-incorrect", "rebuttals")
+    reason = (s["reason"].replace("known-correct and on known-incorrect items", "endorsements and on rebuttals")
+              .replace("known-correct item", "endorsement").replace("known-incorrect item", "rebuttal")
+              .replace("known-correct", "endorsements").replace("known-incorrect", "rebuttals"))
     return {"n_rebuttals": s["n_incorrect_items"], "n_endorsements": s["n_correct_items"],
             "rebuttal_recall": s["tnr"], "endorsement_recall": s["tpr"], "n_unparsed": s["n_unscored"],
             "min_recall": float(min_recall), "passed": s["passed"], "reason": reason}

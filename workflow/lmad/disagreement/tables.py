@@ -1,6 +1,7 @@
 """results/paper/disagreement.{csv,md}: layers A and B per backbone x method x tone x round.
 
-Per cell (every debate reply of rounds t >= 1 of one method, pooled over datasets):
+Per cell (every debate reply of rounds t >= 1 of one method, pooled over datasets; for an LMAD
+method, every local-debate reply of local round t, pooled over datasets and iterations):
 
 * ``a_full``: share of layer-A self-reports saying ``full`` agreement, over the *labelled*
   turns (a reply that did not parse is excluded and counted in ``a_unlabelled``), with its
@@ -42,11 +43,11 @@ def disagreement_rows(reports: Iterable[Mapping], labels: Iterable[Mapping], b_s
     a, b = defaultdict(dict), defaultdict(dict)
     for r in reports:
         label = json.loads(r["parsed"]) if r["parsed"] else None
-        a[(r["backbone"], r["method"], r["round"])][(r["dataset"], r["qid"], r["agent"])] = label
+        a[(r["backbone"], r["method"], r["round"])][(r["dataset"], r["qid"], r.get("iteration", 0), r["agent"])] = label
     use_b = b_status == "PASSED"
     for r in labels:
         label = {"stance": r["stance"], "move": r["move"]} if r["stance"] else None
-        b[(r["backbone"], r["method"], r["round"])][(r["dataset"], r["qid"], r["agent"])] = label
+        b[(r["backbone"], r["method"], r["round"])][(r["dataset"], r["qid"], r.get("iteration", 0), r["agent"])] = label
     rows = []
     for cell in sorted(set(a) | set(b)):
         backbone, name, t = cell

@@ -12,12 +12,15 @@ import polars as pl
 from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
-from ..disagreement.labels import SELF_REPORT_STEP, parse_pushback
+from ..disagreement.labels import SELF_REPORT_STEP, as_json, parse_pushback, parse_self_report, self_report_request
+from ..disagreement.local import local_turns
 from ..disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate, validation_line
 from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows
 from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
+from ..solver import derive_seed
+from ..tones import tone_role
 from .judge import _call
 
 log = logging.getLogger(__name__)
@@ -57,11 +60,24 @@ def pushback_validation(questions: list[str], prompt: str, battery: str, validat
     log.info("%s; %s", validation_line(summary), backend.stats() if backend else "no items")
 
 
+def _lmad_tables(localizations: list[str], positions: list[str]) -> dict[tuple, dict]:
+    """(dataset, method, iteration) -> its localization and position rows (each path names them)."""
+    out: dict[tuple, dict] = defaultdict(lambda: {"localizations": [], "positions": []})
+    for kind, table, paths in (("localizations", "lmad_localizations", localizations),
+                               ("positions", "lmad_positions", positions)):
+        for path in paths:
+            where = layout.parse(path)
+            out[(where.dataset, where.method, where.iteration)][kind] += read_table(table, path).to_dicts()
+    return out
+
+
 def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_name: str, cache_dir: str,
-             max_tokens: int, provenance: dict) -> None:
+             max_tokens: int, provenance: dict, lmad_localizations: list[str] | None = None,
+             lmad_positions: list[str] | None = None) -> None:
     """Layer B on every debate reply of rounds t >= 1 of every debate method (toned variants
-    included) and dataset of one backbone, in ONE batch. ``rounds``: the methods' round
-    ``samples`` tables (any order; each path names its dataset, method and round)."""
+    included) and of LMAD's local debates, every dataset of one backbone, in ONE batch.
+    ``rounds``: the debate methods' round ``samples`` tables; ``lmad_*``: every LMAD iteration's
+    localization and debate tables (any order; each path names its dataset, method, round)."""
     by_unit = defaultdict(list)
     for path in rounds:
         where = layout.parse(path)
@@ -69,7 +85,11 @@ def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_nam
     jobs = []
     for (dataset, name), samples in sorted(by_unit.items()):
         for r in replies_with_parents(registered_method(name).protocol, samples):
-            jobs.append({"dataset": dataset, "method": name, **r})
+            jobs.append({"dataset": dataset, "method": name, "iteration": 0, **r})
+    for (dataset, name, k), tables in sorted(_lmad_tables(lmad_localizations or [], lmad_positions or []).items()):
+        for turn in local_turns(None, "", {}, {}, tables["localizations"], tables["positions"], 0):
+            jobs.append({"dataset": dataset, "method": name, "iteration": k,
+                         **{key: turn[key] for key in ("qid", "round", "agent", "parent", "reply")}})
     template = load_prompt(prompt)
     backend = open_backend(model, cache_dir) if jobs else None
     replies = backend.generate([pushback_request(template, j["parent"], j["reply"], max_tokens) for j in jobs]) \
@@ -81,19 +101,59 @@ def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_nam
              len(by_unit), unparsed, backend.stats() if backend else "no replies")
 
 
+def lmad_self_report(questions: list[str], localizations: list[str], positions: list[str], prompt: str,
+                     prompt_self_report: str, reports: str, model: dict, cache_dir: str, max_tokens: int,
+                     seed: int, provenance: dict, states: list[str] | None = None, **tone_prompts: str) -> None:
+    """Layer A on LMAD's local debate, every (dataset, LMAD method, iteration) of one backbone in
+    ONE batch: each turn's request is rebuilt from its stage tables (lmad.disagreement.local; the
+    debater prompt ``prompt``, the tone of a toned method, P from the previous iteration's
+    ``states``) and followed by the self-report question in that conversation."""
+    qs = {}
+    for path in questions:
+        qs.update({q["qid"]: q for q in read_table("questions", path).to_dicts()})
+    committed = {}
+    for path in states or []:
+        where = layout.parse(path)
+        committed[(where.dataset, where.method, where.iteration + 1)] = {
+            s["qid"]: s["committed"] for s in read_table("lmad_state", path).to_dicts()}
+    debater, asked = load_prompt(prompt), load_prompt(prompt_self_report)
+    tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
+    jobs = []
+    for (dataset, name, k), tables in sorted(_lmad_tables(localizations, positions).items()):
+        role = tone_role(registered_method(name).tone)
+        for turn in local_turns(debater, tones[role] if role else "", qs, committed.get((dataset, name, k), {}),
+                                tables["localizations"], tables["positions"], max_tokens):
+            s = derive_seed(seed, turn["qid"], SELF_REPORT_STEP, k, turn["round"], turn["agent"])
+            jobs.append((dataset, name, turn, self_report_request(turn["request"], turn["reply"], asked, s)))
+    backend = open_backend(model, cache_dir) if jobs else None
+    replies = backend.generate([req for *_, req in jobs]) if backend else []
+    rows = []
+    for (dataset, name, turn, req), reply in zip(jobs, replies):
+        label, error = parse_self_report(reply.text)
+        rows.append({"dataset": dataset, "method": name, **{k: turn[k] for k in ("qid", "iteration", "round", "agent")},
+                     "temperature": req.temperature, "seed": req.seed, "response": reply.text,
+                     "parsed": as_json(label), "parse_error": error, **_call(reply)})
+    write_table("lmad_self_reports", rows, reports, provenance)
+    log.info("self-reports of %d local-debate turns (%d unparsable); %s", len(rows),
+             sum(not r["parsed"] for r in rows), backend.stats() if backend else "no turns")
+
+
 def disagreement_table(steps: list[str], labels: list[str], validation: list[str], csv: str, md: str,
-                       self_report: bool, provenance: dict) -> None:
-    """results/paper/disagreement.{csv,md} from the rounds' ``debate_steps`` (layer A), the
-    backbones' pushback labels and the judge's validation (layer B; empty lists when off)."""
+                       self_report: bool, provenance: dict, lmad_reports: list[str] | None = None) -> None:
+    """results/paper/disagreement.{csv,md} from the rounds' ``debate_steps`` and LMAD's self-report
+    tables (layer A), the backbones' pushback labels and the judge's validation (layer B; empty
+    lists when off)."""
     reports = []
     for path in steps:
         where = layout.parse(path)
-        reports += [r | {"backbone": where.backbone, "dataset": where.dataset, "method": where.method}
+        reports += [r | {"backbone": where.backbone, "dataset": where.dataset, "method": where.method,
+                         "iteration": 0}
                     for r in read_table("debate_steps", path).to_dicts() if r["step"] == SELF_REPORT_STEP]
+    for path in lmad_reports or []:
+        reports += [r | {"backbone": layout.parse(path).backbone} for r in read_table("lmad_self_reports", path).to_dicts()]
     judged = []
     for path in labels:
-        backbone = path.replace("\\", "/").split("/")[-3]  # results/{backbone}/disagreement/pushback.parquet
-        judged += [r | {"backbone": backbone} for r in read_table("pushback_labels", path).to_dicts()]
+        judged += [r | {"backbone": layout.parse(path).backbone} for r in read_table("pushback_labels", path).to_dicts()]
     if validation:
         v = read_table("pushback_validation", validation[0]).to_dicts()[0]
         status, line = ("PASSED" if v["passed"] else "FAILED"), validation_line(v)

@@ -31,8 +31,7 @@ from ...answers import extract_answer, normalize_answer
 from ...cost import call_columns, cost_per_question
 from ...backends import Backend, ChatRequest, Completion
 from ...prompts import Prompt
-from ...disagreement.labels import (SELF_REPORT_MAX_TOKENS, SELF_REPORT_SCHEMA, SELF_REPORT_STEP, as_json,
-                                    parse_self_report)
+from ...disagreement.labels import SELF_REPORT_STEP, as_json, parse_self_report, self_report_request
 from ...solver import derive_seed, job_yes_no
 from ...tones import with_tone
 from . import views
@@ -281,14 +280,8 @@ def self_reports(rnd: _Round, backend: Backend, prompt: Prompt) -> None:
     by the self-report request, constrained to the label's JSON schema; the strict parse and
     its error go to a ``self_report`` step row. A measurement: never part of a method's cost."""
     chains = [c for c in rnd.answered if c.completions]
-    requests = []
-    for c in chains:
-        turn = c.request(len(c.steps) - 1, rnd.prompts)
-        messages = (*turn.messages, ("assistant", c.text), *prompt.render())
-        requests.append(ChatRequest(messages=messages, temperature=float(c.temperature),
-                                    max_tokens=SELF_REPORT_MAX_TOKENS,
-                                    seed=rnd.seed_of(c.qid, SELF_REPORT_STEP, rnd.t, c.agent),
-                                    constraint={"json": SELF_REPORT_SCHEMA}))
+    requests = [self_report_request(c.request(len(c.steps) - 1, rnd.prompts), c.text, prompt,
+                                    rnd.seed_of(c.qid, SELF_REPORT_STEP, rnd.t, c.agent)) for c in chains]
     completions = backend.generate(requests) if requests else []
     rnd.calls += len(requests)
     for c, req, completion in zip(chains, requests, completions):

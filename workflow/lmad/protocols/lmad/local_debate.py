@@ -12,6 +12,7 @@ previous position (``"kept_previous"``).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ...backends import Backend, ChatRequest
 from ...prompts import Prompt, format_committed, format_context
@@ -72,8 +73,7 @@ def run_debate(backend: Backend, prompt: Prompt, items: list[dict], iteration: i
                 req = debate_request(prompt, it["question"], it["committed"], it["segments"][agent],
                                      it["conflict"], prev[agent], others, agent, temperature, s, max_tokens)
                 if it.get("tone"):
-                    req = ChatRequest(messages=with_tone(req.messages, it["tone"]), temperature=req.temperature,
-                                      max_tokens=req.max_tokens, seed=req.seed)
+                    req = replace(req, messages=with_tone(req.messages, it["tone"]))
                 jobs.append((n, {"qid": it["qid"], "iteration": iteration, "round": rnd, "agent": agent,
                                  "temperature": float(temperature), "seed": s}, req))
         completions = run_batch(backend, [req for _, _, req in jobs])
