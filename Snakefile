@@ -17,6 +17,7 @@ include: "rules/debate.smk"
 include: "rules/manifest.smk"
 include: "rules/paper.smk"
 include: "rules/disagreement.smk"
+include: "rules/process.smk"
 
 
 rule all:

@@ -391,6 +391,7 @@ def paper_outputs():
     if "lmad" in config["methods"]:
         out.append(layout.paper("lmad_trace.png"))
     out += disagreement_outputs()
+    out += process_outputs()
     return out + [layout.paper(f"viewer/{b}.html") for b in BACKBONES]
 
 
@@ -483,3 +484,22 @@ def lmad_tone_prompts():
     debate only (none in a run without one, so its jobs are unchanged)."""
     roles = sorted({tone_role(METHODS[m].tone) for m in LMAD_METHODS} - {None})
     return {f"prompt_{role}": config["prompts"][role] for role in roles}
+
+
+# ---- Process metrics (rules/process.smk; README "Process metrics"): off unless config process.rubric.
+
+
+def process_outputs():
+    on = config["process"]["rubric"] and (DEBATE_METHODS or LMAD_METHODS)
+    return [layout.paper(f"process.{ext}") for ext in ("csv", "md")] if on else []
+
+
+def process_table_inputs(wildcards):
+    """Every backbone's rubric scores, every debate round's answers and every LMAD generation."""
+    inputs = {"scores": [layout.disagreement(b, "process_scores.parquet") for b in BACKBONES],
+              "rounds": [layout.debate_round(b, d, m, t) for b in BACKBONES for d in DATASETS for m in DEBATE_METHODS
+                         for t in range(debate_setting(m).rounds + 1)]}
+    if LMAD_METHODS:
+        inputs["lmad_generate"] = [layout.lmad_table(b, d, m, k, "generate") for b in BACKBONES for d in DATASETS
+                                   for m in LMAD_METHODS for k in range(config["lmad"]["iterations"])]
+    return inputs

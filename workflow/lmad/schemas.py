@@ -185,6 +185,12 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("parent", _str), ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str), ("raw", _str),
         ("parse_error", _str), *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
+    # seed 001's rubric scores (1-10, null when the reply did not parse) of one debate reply (lmad.process)
+    "process_scores": (pa.schema([
+        ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
+        ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str), ("parse_error", _str),
+        *_CALL,
+    ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
     # layer A on LMAD's local debate: one turn's self-report, asked after the turn in its own conversation
     # (parsed = {"agreement", "changed_mind"} JSON or "", parse_error = why the strict parse failed)
     "lmad_self_reports": (pa.schema([

@@ -23,7 +23,8 @@ from .pushback import parent_text
 def local_turns(prompt: Prompt | None, tone: str, questions: Mapping[str, dict], committed: Mapping[str, list[str]],
                 localizations: Sequence[dict], positions: Sequence[dict], max_tokens: int) -> list[dict]:
     """One entry per ``lmad_positions`` row: ``qid, iteration, round, agent, temperature, seed,
-    request`` (as the local debate sent it; None without a ``prompt``), ``reply`` and ``parent``; in
+    request`` (as the local debate sent it; None without a ``prompt``), ``reply``, ``parent`` and ``own``
+    (the agent's previous position); in
     (qid, round, agent) order."""
     loc = {r["qid"]: r for r in localizations}
     by = defaultdict(dict)
@@ -45,5 +46,5 @@ def local_turns(prompt: Prompt | None, tone: str, questions: Mapping[str, dict],
                 req = replace(req, messages=with_tone(req.messages, tone))
             out.append({"qid": qid, "iteration": row["iteration"], "round": rnd, "agent": a,
                         "temperature": float(row["temperature"]), "seed": row["seed"], "request": req,
-                        "reply": row["response"], "parent": parent_text(others)})
+                        "reply": row["response"], "parent": parent_text(others), "own": prev[a]})
     return out

@@ -63,7 +63,8 @@ def turn_order(protocol: Protocol) -> list[int]:
 
 def replies_with_parents(protocol: Protocol, samples: Iterable[dict]) -> list[dict]:
     """Every debate reply of rounds t >= 1 with its parent turn: ``{qid, round, agent, parent,
-    reply}``, in (qid, round, agent) order. ``samples``: a method's ``samples`` rows of every round."""
+    reply, own}`` (own: the agent's round t-1 response), in (qid, round, agent) order.
+    ``samples``: a method's ``samples`` rows of every round."""
     by = defaultdict(dict)
     for r in samples:
         by[(r["qid"], r["round"])][r["agent"]] = r["response"]
@@ -77,7 +78,8 @@ def replies_with_parents(protocol: Protocol, samples: Iterable[dict]) -> list[di
             before = order[: order.index(a)] if a in order else []
             shown = {j: (turns[j] if j in before and j in turns else prev[j]) for j in prev if j != a}
             if shown:
-                out.append({"qid": qid, "round": t, "agent": a, "parent": parent_text(shown), "reply": turns[a]})
+                out.append({"qid": qid, "round": t, "agent": a, "parent": parent_text(shown), "reply": turns[a],
+                            "own": prev.get(a, "")})
     return out
 
 

@@ -85,7 +85,8 @@ def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_nam
     jobs = []
     for (dataset, name), samples in sorted(by_unit.items()):
         for r in replies_with_parents(registered_method(name).protocol, samples):
-            jobs.append({"dataset": dataset, "method": name, "iteration": 0, **r})
+            jobs.append({"dataset": dataset, "method": name, "iteration": 0,
+                         **{key: r[key] for key in ("qid", "round", "agent", "parent", "reply")}})
     for (dataset, name, k), tables in sorted(_lmad_tables(lmad_localizations or [], lmad_positions or []).items()):
         for turn in local_turns(None, "", {}, {}, tables["localizations"], tables["positions"], 0):
             jobs.append({"dataset": dataset, "method": name, "iteration": k,
