@@ -276,7 +276,8 @@ def test_layers_through_snakemake(workdir):
                                                 "lmad@hostile"], lmad={"iterations": 2},
                          models={"scripted": {"backend": "scripted", "model": "scripted",
                                               "responder": "pushback_oracle:respond"}},
-                         disagreement={"self_report": True, "pushback": True, "battery_questions": 2})
+                         disagreement={"self_report": True, "pushback": True, "battery_questions": 2},
+                         process={"rubric": True})
     config["datasets"] = {d: config["datasets"][d] for d in ("hotpotqa", "strategyqa")}
     write_config(workdir, config)
     env = {"PYTHONPATH": os.pathsep.join([str(REPO / "workflow"), str(REPO / "tests")])}
@@ -299,8 +300,86 @@ def test_layers_through_snakemake(workdir):
     for tone in ("hostile", "friendly"):
         assert (workdir / f"results/scripted/hotpotqa/mad@{tone}/round2_steps.parquet").exists()
 
-    # the default (layers off) plans no disagreement job and the same debate rounds as before
-    config["disagreement"] = {}
+    process = (workdir / "results/paper/process.md").read_text()
+    for name in ("| scripted | mad | friendly | 24 / 0 |", "| scripted | lmad | hostile |", "CMP1v2"):
+        assert name in process, name
+    scores = read_table("process_scores", workdir / "results/scripted/disagreement/process_scores.parquet")
+    assert scores.height == labels.height  # the rubric scores exactly the replies layer B labels
+
+    # the default (layers off) plans no disagreement or process job
+    config["disagreement"], config["process"] = {}, {}
     write_config(workdir, config)
     dry = snakemake(workdir, "--dry-run", "--forceall", env=env).stdout
-    assert "pushback" not in dry and "disagreement_table" not in dry
+    assert "pushback" not in dry and "disagreement_table" not in dry and "process_" not in dry
+
+
+# ------------------------------------------------------------------------ process metrics
+
+@given(st.text(max_size=200))
+def test_rubric_parser_never_raises(reply):
+    from lmad.process import parse_rubric
+
+    label, error = parse_rubric(reply)
+    assert (label is None) == bool(error)
+
+
+@given(st.integers(-3, 13), st.integers(1, 10), st.integers(1, 10), st.booleans())
+def test_rubric_parser_is_strict(rp, ei, nc, as_bool):
+    from lmad.process import parse_rubric
+
+    label, _ = parse_rubric(json.dumps({"rp": rp, "ei": ei, "nc": True if as_bool else nc}))
+    assert (label is not None) == (1 <= rp <= 10 and not as_bool)
+    assert parse_rubric(json.dumps({"rp": 5, "ei": 5, "nc": 5.0}))[0] is None
+
+
+@given(st.lists(st.integers(1, 10), max_size=20))
+def test_rubric_means_stay_on_the_scale(scores):
+    from lmad.process import mean_ci, rubric_summary
+
+    m, lo, hi = mean_ci([float(s) for s in scores])
+    if not scores:
+        assert math.isnan(m)
+    else:
+        assert 1 <= lo <= m <= hi <= 10
+        if len(set(scores)) == 1:
+            assert lo == m == hi
+    rows = [{"rp": s, "ei": s, "nc": s} for s in scores] + [{"rp": None, "ei": None, "nc": None}]
+    summary = rubric_summary(rows)
+    assert summary["unscored"] == 1 and summary["scored"] == len(scores)
+
+
+def test_rubric_judge_is_blind_to_tone_and_identity():
+    from lmad.process import RUBRIC_SCHEMA, rubric_request
+
+    _, _, results = run("mad@hostile", tone=TONE, self_report=PROMPTS["self_report"])
+    samples = [r for res in results for r in res.samples]
+    for it in replies_with_parents(method("mad").protocol, samples):
+        req = rubric_request(PROMPTS["process_rubric"], QUESTIONS[0]["question"], it["parent"], it["own"],
+                             it["reply"], 48)
+        seen = text(req)
+        assert it["reply"].strip() in seen and it["own"].strip() in seen
+        for forbidden in (TONE, "hostile", "Agent 1", "Agent 2", "changed_mind", "Alpha is a city"):
+            assert forbidden not in seen, forbidden
+        assert req.constraint == {"json": RUBRIC_SCHEMA}
+
+
+def test_transitions_of_lmad_iterations(tmp_path):
+    from lmad import layout
+    from lmad.schemas import write_table
+    from lmad.stages.process import _transitions
+
+    def table(k, answers):
+        path = tmp_path / layout.lmad_table("b", "hotpotqa", "lmad@hostile", k, "generate")
+        rows = [{"qid": "q0", "stage": "lmad@hostile", "round": k, "agent": a, "temperature": 0.1, "seed": 0,
+                 "response": x, "answer": x, "answer_norm": x.lower(), "answer_method": "answer_line",
+                 "prompt_tokens": 1, "completion_tokens": 1, "finish_reason": "stop", "cached": False}
+                for a, x in enumerate(answers)]
+        write_table("samples", rows, path)
+        return str(path)
+
+    golds = {("hotpotqa", "q0"): ["Alpha"]}
+    # one agent right at the start (wrong majority), two right after the regeneration, one never
+    out = _transitions(golds, [table(1, ["Alpha", "Alpha", "Beta"]), table(0, ["Alpha", "Beta", "Gamma"])])
+    assert out["k"] == 3 and out["cmp_name"] == "CMP1v2" and out["cmp"] == 100.0
+    assert out["cpl"] == math.inf  # one correction (1 of 2 wrong states), no corruption
+    assert math.isnan(out["ame"])  # no question started with a correct majority
