@@ -18,6 +18,7 @@ include: "rules/manifest.smk"
 include: "rules/paper.smk"
 include: "rules/disagreement.smk"
 include: "rules/process.smk"
+include: "rules/jury.smk"
 
 
 rule all:

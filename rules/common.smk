@@ -392,6 +392,7 @@ def paper_outputs():
         out.append(layout.paper("lmad_trace.png"))
     out += disagreement_outputs()
     out += process_outputs()
+    out += jury_outputs()
     return out + [layout.paper(f"viewer/{b}.html") for b in BACKBONES]
 
 
@@ -503,3 +504,22 @@ def process_table_inputs(wildcards):
         inputs["lmad_generate"] = [layout.lmad_table(b, d, m, k, "generate") for b in BACKBONES for d in DATASETS
                                    for m in LMAD_METHODS for k in range(config["lmad"]["iterations"])]
     return inputs
+
+
+# ---- Pairwise jury (rules/jury.smk; README "Pairwise jury"): off while config jury.pair is empty.
+
+JURY = config["jury"]
+JURORS = JURY["judges"] or [JUDGE]
+
+
+def jury_outputs():
+    return [layout.paper(f"jury.{ext}") for ext in ("csv", "md")] if JURY["pair"] else []
+
+
+def jury_predictions(wildcards):
+    """The final answers of the jury's two methods on every dataset of one backbone."""
+    return [layout.predictions(wildcards.backbone, d, m) for d in DATASETS for m in JURY["pair"]]
+
+
+def jury_verdict_tables(wildcards=None):
+    return [layout.disagreement(b, f"jury_{j}.parquet") for b in BACKBONES for j in JURORS]

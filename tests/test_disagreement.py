@@ -277,7 +277,7 @@ def test_layers_through_snakemake(workdir):
                          models={"scripted": {"backend": "scripted", "model": "scripted",
                                               "responder": "pushback_oracle:respond"}},
                          disagreement={"self_report": True, "pushback": True, "battery_questions": 2},
-                         process={"rubric": True})
+                         process={"rubric": True}, jury={"pair": ["mad", "mad@hostile"]})
     config["datasets"] = {d: config["datasets"][d] for d in ("hotpotqa", "strategyqa")}
     write_config(workdir, config)
     env = {"PYTHONPATH": os.pathsep.join([str(REPO / "workflow"), str(REPO / "tests")])}
@@ -306,11 +306,18 @@ def test_layers_through_snakemake(workdir):
     scores = read_table("process_scores", workdir / "results/scripted/disagreement/process_scores.parquet")
     assert scores.height == labels.height  # the rubric scores exactly the replies layer B labels
 
-    # the default (layers off) plans no disagreement or process job
-    config["disagreement"], config["process"] = {}, {}
+    verdicts = read_table("jury_verdicts", workdir / "results/scripted/disagreement/jury_scripted.parquet")
+    pairs = verdicts.filter(verdicts["kind"] == "pair")
+    assert pairs.height == 2 * 4 and sorted(pairs["order"].to_list()) == [0] * 4 + [1] * 4  # the swap doubles
+    jury_md = (workdir / "results/paper/jury.md").read_text()
+    assert "MAD (A) vs MAD (hostile) (B)" in jury_md and "Swap-consistency per juror" in jury_md
+
+    # the default (layers off) plans no disagreement, process or jury job
+    config["disagreement"], config["process"], config["jury"] = {}, {}, {}
     write_config(workdir, config)
     dry = snakemake(workdir, "--dry-run", "--forceall", env=env).stdout
     assert "pushback" not in dry and "disagreement_table" not in dry and "process_" not in dry
+    assert "rule jury" not in dry
 
 
 # ------------------------------------------------------------------------ process metrics
@@ -383,3 +390,58 @@ def test_transitions_of_lmad_iterations(tmp_path):
     assert out["k"] == 3 and out["cmp_name"] == "CMP1v2" and out["cmp"] == 100.0
     assert out["cpl"] == math.inf  # one correction (1 of 2 wrong states), no corruption
     assert math.isnan(out["ame"])  # no question started with a correct majority
+
+
+# --------------------------------------------------------------------------------- jury
+
+def jury_rows(juror, pick, kinds=("pair",) * 4 + ("battery",) * 4):
+    """Rows of one juror that answers ``pick(kind, order)`` (a choice) for each item and order."""
+    from lmad.jury import winner
+
+    return [{"kind": kind, "judge_model": juror, "dataset": "d", "qid": f"q{i}", "order": order,
+             "winner": winner(pick(kind, order), order)} for i, kind in enumerate(kinds) for order in (0, 1)]
+
+
+def test_swap_check_and_majority():
+    from lmad.jury import jury_verdict, summarize, swap_checked
+
+    assert swap_checked("a", "a") == ("a", True) and swap_checked("a", "b") == ("tie", False)
+    assert swap_checked("", "") == ("tie", False) and swap_checked("tie", "tie") == ("tie", True)
+    assert jury_verdict(["a", "a", "b"]) == "a" and jury_verdict(["a", "b"]) == "tie"
+    assert jury_verdict(["a", "tie", "b"]) == "tie" and jury_verdict([]) == "tie"
+    # a juror with pure position bias (always "1") is never swap-consistent: every pair is a tie
+    biased = summarize(jury_rows("j", lambda kind, order: "1"), 0.8)
+    assert biased["ties"] == 4 and biased["consistency"] == 0.0 and not biased["passed"]
+    # an always-tie jury is perfectly consistent, yet its sensitivity is 0: it fails, visibly
+    tie = summarize(jury_rows("j", lambda kind, order: "tie"), 0.8)
+    assert tie["consistency"] == 1.0 and tie["sensitivity"] == 0.0 and not tie["passed"]
+    assert "sensitivity" in tie["reason"]
+    # a juror that always prefers the better (A) answer, in either position, passes
+    good = summarize(jury_rows("j", lambda kind, order: "1" if order == 0 else "2"), 0.8)
+    assert good["passed"] and good["a_wins"] == 4 and good["sensitivity"] == 1.0
+    # majority over three jurors: two good, one biased
+    three = summarize(jury_rows("j1", lambda k, o: "1" if o == 0 else "2")
+                      + jury_rows("j2", lambda k, o: "1" if o == 0 else "2") + jury_rows("j3", lambda k, o: "1"), 0.8)
+    assert three["a_wins"] == 4 and three["juror_consistency"] == {"j1": 1.0, "j2": 1.0, "j3": 0.0}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["pair", "battery"]), st.sampled_from(["1", "2", "tie", ""]),
+                          st.sampled_from(["1", "2", "tie", ""])), min_size=1, max_size=10),
+       st.integers(1, 3))
+def test_jury_counts_add_up(items, jurors):
+    from lmad.jury import summarize, winner
+
+    rows = [{"kind": kind, "judge_model": f"j{j}", "dataset": "d", "qid": f"q{i}", "order": order,
+             "winner": winner(choice, order)}
+            for j in range(jurors) for i, (kind, c0, c1) in enumerate(items) for order, choice in ((0, c0), (1, c1))]
+    s = summarize(rows, 0.8)
+    assert s["a_wins"] + s["ties"] + s["b_wins"] == s["pairs"] == sum(k == "pair" for k, *_ in items)
+    assert s["battery"] == sum(k == "battery" for k, *_ in items)
+    assert s["passed"] == (s["battery"] > 0 and s["consistency"] >= 0.8 and s["sensitivity"] >= 0.8)
+
+
+@given(st.text(max_size=50))
+def test_choice_parser_never_raises(reply):
+    from lmad.jury import CHOICES, parse_choice
+
+    assert parse_choice(reply) in (*CHOICES, "")

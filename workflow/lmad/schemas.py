@@ -191,6 +191,12 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str), ("parse_error", _str),
         *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
+    # one juror's reply on one ordering of one pair (lmad.jury): kind pair (methods A vs B) | battery (gold as A
+    # vs a rival as B); order 0 shows A first; choice 1 | 2 | tie | "" (unparsable); winner a | b | tie | ""
+    "jury_verdicts": (pa.schema([
+        ("dataset", _str), ("qid", _str), ("kind", _str), ("order", _int), ("judge_model", _str), ("a", _str),
+        ("b", _str), ("raw", _str), ("choice", _str), ("winner", _str), *_CALL,
+    ]), ["kind", "dataset", "qid", "order"]),
     # layer A on LMAD's local debate: one turn's self-report, asked after the turn in its own conversation
     # (parsed = {"agreement", "changed_mind"} JSON or "", parse_error = why the strict parse failed)
     "lmad_self_reports": (pa.schema([
