@@ -431,6 +431,13 @@ def disagreement_on():
     return bool(DEBATE_METHODS or LMAD_METHODS) and (DISAGREEMENT["self_report"] or DISAGREEMENT["pushback"])
 
 
+def persistence_params():
+    """Layer C's share of re-asked turns for rule debate_round; nothing when off (so the
+    default config's rounds keep their params)."""
+    share = DISAGREEMENT["persistence"] if DISAGREEMENT["self_report"] else 0
+    return {"persistence": share} if share else {}
+
+
 def disagreement_outputs():
     return [layout.paper(f"disagreement.{ext}") for ext in ("csv", "md")] if disagreement_on() else []
 

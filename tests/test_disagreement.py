@@ -6,6 +6,7 @@ unparsable, a FAILED judge); and the whole thing through Snakemake with the test
 import json
 import math
 import os
+from collections import Counter
 
 import pytest
 from hypothesis import given
@@ -47,7 +48,7 @@ def kind(req) -> str:
     return "turn"
 
 
-def run(name, tone="", self_report=None, responder=None, rounds=2):
+def run(name, tone="", self_report=None, responder=None, rounds=2, persistence=0.0):
     """Every round of a debating method on QUESTIONS; (backend, batches, results)."""
     spec = method(name)
     setting = resolve_setting(spec.protocol, {"rounds": rounds}, PERSONAS)
@@ -63,7 +64,7 @@ def run(name, tone="", self_report=None, responder=None, rounds=2):
     for t in range(setting.rounds + 1):
         res = run_round(spec.protocol, name, t, t == setting.rounds, QUESTIONS, backend, PROMPTS,
                         setting.temperatures, setting.manners, 0, 64, AUX, previous=prev, previous_state=state,
-                        tone=tone, self_report=self_report)
+                        tone=tone, self_report=self_report, persistence=persistence)
         results.append(res)
         prev, state = res.samples, res.state
     return backend, batches, results
@@ -276,7 +277,8 @@ def test_layers_through_snakemake(workdir):
                                                 "lmad@hostile"], lmad={"iterations": 2},
                          models={"scripted": {"backend": "scripted", "model": "scripted",
                                               "responder": "pushback_oracle:respond"}},
-                         disagreement={"self_report": True, "pushback": True, "battery_questions": 2},
+                         disagreement={"self_report": True, "pushback": True, "battery_questions": 2,
+                                       "persistence": 1.0},
                          process={"rubric": True}, jury={"pair": ["mad", "mad@hostile"]})
     config["datasets"] = {d: config["datasets"][d] for d in ("hotpotqa", "strategyqa")}
     write_config(workdir, config)
@@ -291,6 +293,8 @@ def test_layers_through_snakemake(workdir):
         for t in (1, 2):
             # 2 datasets x 2 questions x 3 agents; the oracle's self-reports all say "none"
             assert f"| scripted | mad | {tone} | {t} | 12 | 12 / 0 | 0.0 [0.0, " in md, (tone, t)
+    # layer C on the toned MAD rounds only: 12 re-ask pairs per round
+    assert "| scripted | mad | hostile | 1 | 12 | 12 / 0 |" in md and md.count("| 12 | ") >= 4
     labels = read_table("pushback_labels", workdir / "results/scripted/disagreement/pushback.parquet")
     debate_labels = labels.filter(~labels["method"].str.starts_with("lmad"))
     assert set(debate_labels["method"]) == {"mad", "mad@hostile", "mad@friendly"} and len(debate_labels) == 3 * 24
@@ -445,3 +449,37 @@ def test_choice_parser_never_raises(reply):
     from lmad.jury import CHOICES, parse_choice
 
     assert parse_choice(reply) in (*CHOICES, "")
+
+
+# ----------------------------------------------------------------------------- layer C
+
+def test_persistence_reasks_delete_or_keep_the_tone_in_the_same_batch():
+    from lmad.disagreement.labels import PERSIST_KEPT, PERSIST_REMOVED
+
+    backend, batches, results = run("mad@hostile", tone=TONE, self_report=PROMPTS["self_report"])
+    plain = len(backend.calls)
+    backend, batches, results = run("mad@hostile", tone=TONE, self_report=PROMPTS["self_report"], persistence=1.0)
+    assert batches[2] == ["self_report"] * 18 and len(backend.calls) == plain + 2 * 12
+    steps = [s for res in results for s in res.steps]
+    assert Counter(s["step"] for s in steps) == {"self_report": 12, PERSIST_REMOVED: 12, PERSIST_KEPT: 12}
+    reasks = [r for r in backend.calls if kind(r) == "self_report"]
+    assert sum(TONE not in text(r) for r in reasks) == 12  # exactly the deleted-tone re-asks
+    preds = debate_prediction_rows(QUESTIONS, "mad@hostile", [r for res in results for r in res.samples], steps,
+                                   results[-1].state)
+    assert {p["calls"] for p in preds} == {9}
+    # a neutral round has no tone to delete: no re-ask
+    _, _, neutral = run("mad", self_report=PROMPTS["self_report"], persistence=1.0)
+    assert {s["step"] for res in neutral for s in res.steps} == {"self_report"}
+
+
+def test_persistence_table_and_sign_test():
+    from lmad.disagreement.tables import persistence, sign_test
+
+    none, full = {"agreement": "none", "changed_mind": "no"}, {"agreement": "full", "changed_mind": "no"}
+    keys = [("d", f"q{i}", 0, a) for i in range(5) for a in range(2)]
+    out = persistence({k: none for k in keys}, {k: full for k in keys}, {k: none for k in keys})
+    assert out["c_pairs"] == 10 and out["c_removed"] == 1.0 and out["c_kept"] == 0.0 and out["c_excess"] == 1.0
+    assert out["c_questions"] == 5 and out["c_p"] == sign_test([1] * 5) == 0.0625
+    assert sign_test([0.5, -0.5]) == 1.0 and math.isnan(sign_test([0, 0]))
+    empty = persistence({keys[0]: none}, {keys[0]: None}, {})
+    assert empty["c_pairs"] == 0 and math.isnan(empty["c_excess"])

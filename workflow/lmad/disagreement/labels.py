@@ -32,6 +32,9 @@ STANCE_OF_AGREEMENT = {"full": "agree", "partial": "partial", "none": "disagree"
 #: The engine's ``debate_steps.step`` name of a self-report (a measurement, not a method call:
 #: never counted in a method's cost).
 SELF_REPORT_STEP = "self_report"
+#: layer C's re-asks of a toned turn's label: tone instruction deleted / kept (the noise floor)
+PERSIST_REMOVED, PERSIST_KEPT = "persist_removed", "persist_kept"
+MEASUREMENT_STEPS = (SELF_REPORT_STEP, PERSIST_REMOVED, PERSIST_KEPT)
 #: generated tokens of one self-report (the longest valid reply is about 20 tokens)
 SELF_REPORT_MAX_TOKENS = 48
 

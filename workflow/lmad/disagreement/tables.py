@@ -25,11 +25,41 @@ from ..display import markdown
 from ..judge_battery import cohen_kappa
 from ..registry import method as registered_method
 from ..stats import wilson_interval
-from .labels import STANCE_OF_AGREEMENT
+from .labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, STANCE_OF_AGREEMENT
 
 COLUMNS = ["backbone", "method", "base", "tone", "round", "turns", "a_labelled", "a_unlabelled", "a_full",
            "a_full_lo", "a_full_hi", "a_changed", "b_status", "b_labelled", "b_unlabelled", "b_agree", "b_agree_lo",
-           "b_agree_hi", "b_challenge", "b_challenge_lo", "b_challenge_hi", "ab_pairs", "ab_exact", "ab_kappa"]
+           "b_agree_hi", "b_challenge", "b_challenge_lo", "b_challenge_hi", "ab_pairs", "ab_exact", "ab_kappa",
+           "c_pairs", "c_removed", "c_kept", "c_excess", "c_questions", "c_p"]
+
+
+def sign_test(diffs) -> float:
+    """Exact two-sided sign test of paired differences (zeros dropped); NaN without a nonzero one."""
+    nonzero = [d for d in diffs if d]
+    n = len(nonzero)
+    if not n:
+        return math.nan
+    k = min(sum(d > 0 for d in nonzero), sum(d < 0 for d in nonzero))
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+
+
+def persistence(original: Mapping, removed: Mapping, kept: Mapping) -> dict:
+    """Layer C over one cell: label reversion (the re-asked agreement differs from the turn's
+    own label) with the tone deleted vs kept, their difference, and an exact sign test over
+    questions of the per-question difference (each question weighs the same)."""
+    keys = [k for k in original if original[k] and removed.get(k) and kept.get(k)]
+    if not keys:
+        return {"c_pairs": 0, "c_removed": math.nan, "c_kept": math.nan, "c_excess": math.nan, "c_questions": 0,
+                "c_p": math.nan}
+    rev = {k: (removed[k]["agreement"] != original[k]["agreement"], kept[k]["agreement"] != original[k]["agreement"])
+           for k in keys}
+    per_q = defaultdict(list)
+    for k, (r, c) in rev.items():
+        per_q[k[:2]].append(r - c)  # (dataset, qid)
+    removed_rate = sum(r for r, _ in rev.values()) / len(keys)
+    kept_rate = sum(c for _, c in rev.values()) / len(keys)
+    return {"c_pairs": len(keys), "c_removed": removed_rate, "c_kept": kept_rate, "c_excess": removed_rate - kept_rate,
+            "c_questions": len(per_q), "c_p": sign_test([sum(v) / len(v) for v in per_q.values()])}
 
 
 def _share(k: int, n: int) -> tuple[float, float, float]:
@@ -41,9 +71,11 @@ def disagreement_rows(reports: Iterable[Mapping], labels: Iterable[Mapping], b_s
     ``labels``: ``pushback_labels`` rows with ``backbone``; ``b_status``: ``PASSED``,
     ``FAILED`` or ``off``. One row per (backbone, method, round), sorted."""
     a, b = defaultdict(dict), defaultdict(dict)
+    c = {PERSIST_REMOVED: defaultdict(dict), PERSIST_KEPT: defaultdict(dict)}
     for r in reports:
         label = json.loads(r["parsed"]) if r["parsed"] else None
-        a[(r["backbone"], r["method"], r["round"])][(r["dataset"], r["qid"], r.get("iteration", 0), r["agent"])] = label
+        where = a if r.get("step", SELF_REPORT_STEP) == SELF_REPORT_STEP else c[r["step"]]
+        where[(r["backbone"], r["method"], r["round"])][(r["dataset"], r["qid"], r.get("iteration", 0), r["agent"])] = label
     use_b = b_status == "PASSED"
     for r in labels:
         label = {"stance": r["stance"], "move": r["move"]} if r["stance"] else None
@@ -71,7 +103,8 @@ def disagreement_rows(reports: Iterable[Mapping], labels: Iterable[Mapping], b_s
             "a_changed": changed, "b_status": b_status, "b_labelled": len(b_ok),
             "b_unlabelled": len(b_cell) - len(b_ok), "b_agree": agree[0], "b_agree_lo": agree[1],
             "b_agree_hi": agree[2], "b_challenge": challenge[0], "b_challenge_lo": challenge[1],
-            "b_challenge_hi": challenge[2], "ab_pairs": len(both), "ab_exact": exact, "ab_kappa": kappa})
+            "b_challenge_hi": challenge[2], "ab_pairs": len(both), "ab_exact": exact, "ab_kappa": kappa,
+            **persistence(a_cell, c[PERSIST_REMOVED].get(cell, {}), c[PERSIST_KEPT].get(cell, {}))})
     return rows
 
 
@@ -90,15 +123,20 @@ def disagreement_markdown(rows: list[dict], validation: str, layer_a: bool) -> s
             f"> Layer A (self-report): {'on' if layer_a else 'off (config disagreement.self_report)'}.",
             f"> {validation}", "",
             "Shares in % over labelled turns, Wilson 95 % intervals in brackets; unlabelled turns are excluded "
-            "and counted. A–B: exact agreement of A's agreement with B's stance over turns both labelled.", ""]
+            "and counted. A–B: exact agreement of A's agreement with B's stance over turns both labelled. C (toned "
+            "debate methods): share of re-asked labels that differ from the turn's own, tone instruction deleted / "
+            "kept; excess = deleted − kept; exact two-sided sign test over questions.", ""]
     header = ["Backbone", "Method", "Tone", "Round", "Turns", "A labelled / unlabelled", "A full agreement %",
               "A changed mind %", "B labelled / unlabelled", "B agree %", "B challenge %", "A–B exact %",
-              "A–B κ (full)"]
+              "A–B κ (full)", "C pairs", "C reverted: removed / kept %", "C excess (pp)", "C sign test p"]
     body = [[r["backbone"], r["base"], r["tone"], str(r["round"]), str(r["turns"]),
              f"{r['a_labelled']} / {r['a_unlabelled']}", _ci(r, "a_full"), _pct(r["a_changed"]),
              f"{r['b_labelled']} / {r['b_unlabelled']}" if r["b_status"] == "PASSED" else r["b_status"],
              _ci(r, "b_agree"), _ci(r, "b_challenge"), _pct(r["ab_exact"]),
-             "–" if not math.isfinite(r["ab_kappa"]) else f"{r['ab_kappa']:.2f}"] for r in rows]
+             "–" if not math.isfinite(r["ab_kappa"]) else f"{r['ab_kappa']:.2f}",
+             str(r["c_pairs"]) if r["c_pairs"] else "–",
+             f"{_pct(r['c_removed'])} / {_pct(r['c_kept'])}" if r["c_pairs"] else "–", _pct(r["c_excess"]),
+             "–" if not math.isfinite(r["c_p"]) else f"{r['c_p']:.3f} ({r['c_questions']} q)"] for r in rows]
     if not rows:
         return "\n".join(head + ["No debate reply of a round t ≥ 1 in this run (no debating method, or R = 0)."]) + "\n"
     return "\n".join(head) + "\n" + markdown(header, body)

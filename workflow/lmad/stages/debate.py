@@ -33,7 +33,7 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
                  cache_dir: str, method: str, round_index: int, last: bool, temperatures: list[float],
                  manners: list[str], max_tokens: int, aux_max_tokens: dict, seed: int, provenance: dict,
                  proposals: list[str] | None = None, previous: list[str] | None = None,
-                 previous_state: list[str] | None = None, **prompt_files: str) -> None:
+                 previous_state: list[str] | None = None, persistence: float = 0.0, **prompt_files: str) -> None:
     """Round ``round_index`` of ``method`` on every dataset at once: every stage of the
     round in one batch per step. Every path argument is a list aligned with ``questions``
     (one entry per dataset); ``prompt_files``: ``prompt_<role>`` paths of the roles this
@@ -64,7 +64,7 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
     result = run_round(
         spec.protocol, method, round_index, last, qs, backend, prompts, temperatures, manners, seed, max_tokens,
         aux_max_tokens, previous=rows("samples", previous) or (), previous_state=rows("debate_state", previous_state),
-        proposals=rows("samples", proposals), tone=tone, self_report=self_report)
+        proposals=rows("samples", proposals), tone=tone, self_report=self_report, persistence=persistence)
     for name, table, paths in (("samples", result.samples, samples), ("debate_steps", result.steps, steps),
                                ("debate_state", result.state, state)):
         for path, unit_rows in zip(paths, split_rows(len(paths), [owner[r["qid"]] for r in table], table)):

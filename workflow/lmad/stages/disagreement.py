@@ -12,7 +12,8 @@ import polars as pl
 from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
-from ..disagreement.labels import SELF_REPORT_STEP, as_json, parse_pushback, parse_self_report, self_report_request
+from ..disagreement.labels import (MEASUREMENT_STEPS, SELF_REPORT_STEP, as_json, parse_pushback, parse_self_report,
+                                   self_report_request)
 from ..disagreement.local import local_turns
 from ..disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate, validation_line
 from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows
@@ -149,7 +150,7 @@ def disagreement_table(steps: list[str], labels: list[str], validation: list[str
         where = layout.parse(path)
         reports += [r | {"backbone": where.backbone, "dataset": where.dataset, "method": where.method,
                          "iteration": 0}
-                    for r in read_table("debate_steps", path).to_dicts() if r["step"] == SELF_REPORT_STEP]
+                    for r in read_table("debate_steps", path).to_dicts() if r["step"] in MEASUREMENT_STEPS]
     for path in lmad_reports or []:
         reports += [r | {"backbone": layout.parse(path).backbone} for r in read_table("lmad_self_reports", path).to_dicts()]
     judged = []

@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ...answers import extract_answer, normalize_answer
 from ...cost import call_columns, cost_per_question
 from ...backends import Backend, ChatRequest, Completion
 from ...prompts import Prompt
-from ...disagreement.labels import SELF_REPORT_STEP, as_json, parse_self_report, self_report_request
+from ...disagreement.labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
+                                    parse_self_report, self_report_request)
 from ...solver import derive_seed, job_yes_no
 from ...tones import with_tone
 from . import views
@@ -274,20 +275,30 @@ def _judge(stage: Judge, rnd: _Round, backend: Backend) -> None:
     rnd.record(chains)
 
 
-def self_reports(rnd: _Round, backend: Backend, prompt: Prompt) -> None:
+def self_reports(rnd: _Round, backend: Backend, prompt: Prompt, persistence: float = 0.0) -> None:
     """Layer A (lmad.disagreement.labels): every agent turn of the round, in one batch, is
     followed in its own conversation (the turn's last prompt, tone included, and its reply)
     by the self-report request, constrained to the label's JSON schema; the strict parse and
-    its error go to a ``self_report`` step row. A measurement: never part of a method's cost."""
+    its error go to a ``self_report`` step row. A measurement: never part of a method's cost.
+
+    Layer C (``persistence`` > 0, a toned round only): a seeded share of the turns is re-asked
+    twice in the same batch, with new seeds: once with the tone instruction deleted from the
+    turn's prompt (``persist_removed``) and once, as the noise floor, with it kept
+    (``persist_kept``); lmad.disagreement.tables compares each re-ask's label with the original."""
     chains = [c for c in rnd.answered if c.completions]
-    requests = [self_report_request(c.request(len(c.steps) - 1, rnd.prompts), c.text, prompt,
-                                    rnd.seed_of(c.qid, SELF_REPORT_STEP, rnd.t, c.agent)) for c in chains]
+    jobs = [(SELF_REPORT_STEP, c, c) for c in chains]
+    if persistence > 0 and rnd.tone:
+        for c in chains:
+            if random.Random(rnd.seed_of(c.qid, "persist", rnd.t, c.agent)).random() < persistence:
+                jobs += [(PERSIST_REMOVED, c, replace(c, tone="")), (PERSIST_KEPT, c, c)]
+    requests = [self_report_request(asked.request(len(c.steps) - 1, rnd.prompts), c.text, prompt,
+                                    rnd.seed_of(c.qid, step, rnd.t, c.agent)) for step, c, asked in jobs]
     completions = backend.generate(requests) if requests else []
     rnd.calls += len(requests)
-    for c, req, completion in zip(chains, requests, completions):
+    for (step, c, _), req, completion in zip(jobs, requests, completions):
         label, error = parse_self_report(completion.text)
         rnd.steps.append({
-            "qid": c.qid, "round": rnd.t, "step": SELF_REPORT_STEP, "agent": c.agent, "target": NO_AGENT, "slot": 0,
+            "qid": c.qid, "round": rnd.t, "step": step, "agent": c.agent, "target": NO_AGENT, "slot": 0,
             "temperature": float(c.temperature), "seed": req.seed, "response": completion.text,
             "parsed": as_json(label), "parse_error": error, **call_columns(completion)})
 
@@ -311,14 +322,15 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
               prompts: dict[str, Prompt], temperatures: Sequence[float], manners: Sequence[str], seed: int,
               max_tokens: int, aux_max_tokens: dict, previous: Sequence[dict] = (),
               previous_state: Sequence[dict] | None = None, proposals: Sequence[dict] | None = None,
-              tone: str = "", self_report: Prompt | None = None) -> RoundResult:
+              tone: str = "", self_report: Prompt | None = None, persistence: float = 0.0) -> RoundResult:
     """Round ``t`` of ``protocol`` for the questions still active after round t-1.
 
     ``previous``: the round t-1 ``samples`` rows; ``previous_state``: the round t-1
     ``state`` rows (None at t = 0: every question active); ``proposals``: round 0 of a
     protocol that opens like self-consistency, reused without a call. ``tone``: the tone
     instruction (lmad.tones) of the debate turns of rounds t >= 1; ``self_report``: the
-    layer-A prompt, asked after every agent turn of rounds t >= 1 (None: not asked).
+    layer-A prompt, asked after every agent turn of rounds t >= 1 (None: not asked);
+    ``persistence``: the share of a toned round's turns re-asked for layer C (``self_reports``).
     """
     qs = {q["qid"]: q for q in questions}
     if previous_state is None:
@@ -350,7 +362,7 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
         for stage in protocol.stages(t):
             STAGES[type(stage)](stage, rnd, backend)
         if self_report is not None and t > 0:
-            self_reports(rnd, backend, self_report)
+            self_reports(rnd, backend, self_report, persistence)
 
     state = dict(carried)
     undecided = []
@@ -389,7 +401,7 @@ def debate_prediction_rows(questions: Sequence[dict], method: str, samples: Sequ
     """One ``predictions`` row per question: the final state's answer, and the cost of
     ALL the method's calls over every round (shared proposals and cached calls included,
     since a fresh run of the method alone would issue them)."""
-    cost = cost_per_question((*samples, *(s for s in steps if s["step"] != SELF_REPORT_STEP)))
+    cost = cost_per_question((*samples, *(s for s in steps if s["step"] not in MEASUREMENT_STEPS)))
     state = {s["qid"]: s for s in final_state}
     out = []
     for q in questions:
