@@ -1,5 +1,5 @@
 """The disagreement layers on the real embedded model (SmolLM2-135M-Instruct on CPU), 2 demo
-questions (distractor passages trimmed, two agents, short budgets, to stay near a minute): MAD's
+questions (distractor passages trimmed, two agents, a written round 0, short budgets): MAD's
 first revision round at the three tones with layer A, then layer B's judge
 on every reply and on its authored battery. What is checked is the instruments' contract on
 real, messy output (every constrained reply parses unless cut by its budget; every fallback is
@@ -29,19 +29,26 @@ def test_layers_on_the_real_model(smollm2_dir, tmp_path):
 
     qs = load_dataset_spec({"name": "hotpotqa", "source": "jsonl", "path": "data/demo/hotpotqa.jsonl", "n": 2,
                             "seed": 0, "max_context_chars": 700}, REPO)
-    agents, budget = [0.1, 0.9], 32
+    agents, budget = [0.1, 0.9], 24
     backend = TransformersBackend("smollm2-135m", str(smollm2_dir), batch_size=16, threads=2)
     start = time.perf_counter()
     aux = {"advice": 32, "judge": 32, "moderator": 32}
-    r0 = run_round(method("mad").protocol, "mad", 0, False, qs, backend, PROMPTS, agents, [], 0, budget, aux)
+    # round 0 is written, not generated (the proposals are not what this test measures)
+    r0_samples = [{"qid": q["qid"], "stage": "proposals", "round": 0, "agent": a, "temperature": t, "seed": a,
+                   "response": f"The passages point to {q['context'][a]['title']}.\nAnswer: {q['context'][a]['title']}",
+                   "answer": q["context"][a]["title"], "answer_norm": q["context"][a]["title"].lower(),
+                   "answer_method": "answer_line", "prompt_tokens": 0, "completion_tokens": 0,
+                   "finish_reason": "stop", "cached": False} for q in qs for a, t in enumerate(agents)]
+    r0_state = [{"qid": q["qid"], "round": 0, "active": True, "stop_reason": None, "stop_round": None,
+                 "prediction": None, "prediction_norm": None} for q in qs]
     replies, reports = {}, []
     for tone in TONES:
         name = f"mad@{tone}" if tone != "neutral" else "mad"
         role = tone_role(tone)
         r1 = run_round(method(name).protocol, name, 1, True, qs, backend, PROMPTS, agents, [], 0, budget, aux,
-                       previous=r0.samples, previous_state=r0.state, tone=PROMPTS[role].user if role else "",
+                       previous=r0_samples, previous_state=r0_state, tone=PROMPTS[role].user if role else "",
                        self_report=PROMPTS["self_report"])
-        replies[name] = replies_with_parents(method(name).protocol, [*r0.samples, *r1.samples])
+        replies[name] = replies_with_parents(method(name).protocol, [*r0_samples, *r1.samples])
         reports += [s for s in r1.steps if s["step"] == SELF_REPORT_STEP]
     assert len(reports) == 3 * 4
     for s in reports:  # constrained: valid unless the budget cut it; a failure is recorded, never raised
