@@ -62,7 +62,9 @@ def test_schema_method_enums_are_the_registry():
 
 def test_registry():
     assert names("single") == ["cot", "sc"]
-    assert names("lmad") == TABLE2_METHODS == ["lmad", "lmad-concrete", "lmad-always"]
+    assert [m for m in names("lmad") if METHODS[m].tone == "neutral"] == TABLE2_METHODS == [
+        "lmad", "lmad-concrete", "lmad-always"]
+    assert names("lmad")[3:] == ["lmad@friendly", "lmad@hostile"]  # toned Strict LMAD, not Table 2 columns
     assert {m.rule for m in METHODS.values()} == {"predict", "lmad_predict", "debate_predict"}
     assert all(m.protocol is not None for m in METHODS.values() if m.family == "debate")
     assert [m.label for m in METHODS.values() if m.tone == "neutral"] == [
