@@ -67,6 +67,7 @@ rule disagreement_table:
     output:
         csv=layout.paper("disagreement.csv"),
         md=layout.paper("disagreement.md"),
+        png=layout.paper("disagreement.png"),
     log:
         "logs/paper/disagreement.log",
     params:

@@ -285,7 +285,7 @@ def test_layers_through_snakemake(workdir):
     env = {"PYTHONPATH": os.pathsep.join([str(REPO / "workflow"), str(REPO / "tests")])}
     snakemake(workdir, env=env)
     md = (workdir / "results/paper/disagreement.md").read_text()
-    assert "validation PASSED" in md
+    assert "validation PASSED" in md and (workdir / "results/paper/disagreement.png").stat().st_size
     for tone in ("neutral", "hostile"):  # LMAD: 1 local round, questions that disagree only
         assert f"| scripted | lmad | {tone} | 1 |" in md
     assert read_table("lmad_self_reports", workdir / "results/scripted/disagreement/lmad_self_report.parquet").height

@@ -140,3 +140,43 @@ def disagreement_markdown(rows: list[dict], validation: str, layer_a: bool) -> s
     if not rows:
         return "\n".join(head + ["No debate reply of a round t ≥ 1 in this run (no debating method, or R = 0)."]) + "\n"
     return "\n".join(head) + "\n" + markdown(header, body)
+
+
+def figure(rows: list[dict], png: str) -> None:
+    """Layer A vs layer B by tone: per backbone x base method, the full-agreement share (A) and
+    the agree share of the blind judge (B, only when it PASSED), pooled over rounds t >= 1 as
+    rows weighted by their labelled counts, with Wilson 95 % intervals."""
+    from ..atomic import save_figure
+    from ..paper.figures import _plt
+    from ..tones import TONES
+
+    plt = _plt()
+    panels = sorted({(r["backbone"], r["base"]) for r in rows})
+    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(3.2 * max(len(panels), 1), 2.8), squeeze=False)
+    for ax, (backbone, base) in zip(axes[0], panels):
+        for n, (layer, key, count) in enumerate((("A: reports full agreement", "a_full", "a_labelled"),
+                                                 ("B: judge reads agreement", "b_agree", "b_labelled"))):
+            xs, ys, lo, hi = [], [], [], []
+            for i, tone in enumerate(TONES):
+                cell = [r for r in rows if (r["backbone"], r["base"], r["tone"]) == (backbone, base, tone)
+                        and r[count] and math.isfinite(r[key])]
+                k = sum(round(r[key] * r[count]) for r in cell)
+                total = sum(r[count] for r in cell)
+                if total:
+                    share, (low, high) = k / total, wilson_interval(k, total)
+                    xs.append(i + (n - 0.5) * 0.15)
+                    ys.append(100 * share)
+                    lo.append(100 * (share - low))
+                    hi.append(100 * (high - share))
+            if xs:
+                ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=layer)
+        ax.set_xticks(range(len(TONES)), TONES)
+        ax.set_ylim(-5, 105)
+        ax.set_title(f"{backbone}: {base}")
+        ax.set_ylabel("% of labelled turns")
+        ax.legend(fontsize=6)
+    if not panels:
+        axes[0][0].text(0.5, 0.5, "no debate turn", ha="center")
+    fig.tight_layout()
+    save_figure(fig, png, dpi=150)
+    plt.close(fig)

@@ -16,7 +16,7 @@ from ..disagreement.labels import (MEASUREMENT_STEPS, SELF_REPORT_STEP, as_json,
                                    self_report_request)
 from ..disagreement.local import local_turns
 from ..disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate, validation_line
-from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows
+from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
 from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
@@ -141,7 +141,8 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
 
 
 def disagreement_table(steps: list[str], labels: list[str], validation: list[str], csv: str, md: str,
-                       self_report: bool, provenance: dict, lmad_reports: list[str] | None = None) -> None:
+                       self_report: bool, provenance: dict, lmad_reports: list[str] | None = None,
+                       png: str | None = None) -> None:
     """results/paper/disagreement.{csv,md} from the rounds' ``debate_steps`` and LMAD's self-report
     tables (layer A), the backbones' pushback labels and the judge's validation (layer B; empty
     lists when off)."""
@@ -166,4 +167,6 @@ def disagreement_table(steps: list[str], labels: list[str], validation: list[str
     rows = disagreement_rows(reports, judged, status)
     write_csv(csv, pl.DataFrame(rows).select(COLUMNS) if rows else pl.DataFrame(schema={c: pl.Utf8 for c in COLUMNS}))
     write_text(md, disagreement_markdown(rows, line, self_report))
+    if png:
+        figure(rows, png)
     log.info("disagreement table: %d cells, layer B %s", len(rows), status)
