@@ -20,6 +20,9 @@ include: "rules/finalizers.smk"
 include: "rules/readout.smk"
 include: "rules/societies.smk"
 include: "rules/matched.smk"
+include: "rules/disagreement.smk"
+include: "rules/process.smk"
+include: "rules/jury.smk"
 
 
 rule all:

@@ -11,6 +11,7 @@ from lmad.job_resources import model_sizing
 from lmad.protocols.debate import setting_of
 from lmad.registry import METHODS, TABLE2_METHODS, names
 from lmad.runlock import guard_workflow
+from lmad.tones import tone_role
 from lmad.smk import code_hash
 
 
@@ -300,7 +301,18 @@ def debate_round_inputs(wildcards):
             inputs[name] = [layout.debate_round(wildcards.backbone, w, method, t - 1, part)
                             for w in job_datasets(wildcards)]
     roles = METHODS[method].protocol.prompt_roles(t, t == setting.rounds, setting.manners, setting.shares_proposals)
-    return inputs | {f"prompt_{role}": config["prompts"][role] for role in roles}
+    return inputs | {f"prompt_{role}": config["prompts"][role] for role in roles + disagreement_roles(method, t)}
+
+
+def disagreement_roles(method, t):
+    """The prompt roles of a debate round besides its protocol's: the tone instruction of a
+    toned method (lmad.tones) and the layer-A self-report (config disagreement.self_report),
+    both in rounds t >= 1 only; none for a neutral method without layer A (so the default
+    config's rounds are unchanged)."""
+    if t == 0:
+        return []
+    role = tone_role(METHODS[method].tone)
+    return ([role] if role else []) + (["self_report"] if config["disagreement"]["self_report"] else [])
 
 
 def debate_round_tables(part):
@@ -381,6 +393,9 @@ def paper_outputs():
         out += [layout.paper(n) for n in ("rounds.png", "dynamics.csv", "dynamics.md")]
     if "lmad" in config["methods"]:
         out.append(layout.paper("lmad_trace.png"))
+    out += disagreement_outputs()
+    out += process_outputs()
+    out += jury_outputs()
     return out + [layout.paper(f"viewer/{b}.html") for b in BACKBONES]
 
 
@@ -480,3 +495,114 @@ def society_outputs():
     if not SOCIETIES["enabled"]:
         return []
     return [layout.paper(f"societies.{ext}") for ext in ("csv", "md")]
+
+
+# ---- Disagreement layers (rules/disagreement.smk; README "Disagreement layers"): off unless config
+# disagreement.self_report or disagreement.pushback is on, and only with a debating method.
+
+DISAGREEMENT = config["disagreement"]
+
+
+def disagreement_on():
+    return bool(DEBATE_METHODS or LMAD_METHODS) and (DISAGREEMENT["self_report"] or DISAGREEMENT["pushback"])
+
+
+def persistence_params():
+    """Layer C's share of re-asked turns for rule debate_round; nothing when off (so the
+    default config's rounds keep their params)."""
+    share = DISAGREEMENT["persistence"] if DISAGREEMENT["self_report"] else 0
+    return {"persistence": share} if share else {}
+
+
+def disagreement_outputs():
+    return [layout.paper(f"disagreement.{ext}") for ext in ("csv", "md")] if disagreement_on() else []
+
+
+def pushback_validation_file(name):
+    """A file of layer B's validation (the run's judge model; rules/disagreement.smk)."""
+    return layout.judge_validation(JUDGE, f"pushback_{name}")
+
+
+def debate_replies(wildcards):
+    """Every round's answers table of every configured debate method of one backbone."""
+    return [layout.debate_round(wildcards.backbone, w, m, t) for w in job_datasets(wildcards)
+            for m in DEBATE_METHODS for t in range(debate_setting(m).rounds + 1)]
+
+
+def disagreement_inputs(wildcards):
+    """The disagreement table's inputs: the rounds' steps (layer A) when self-reports are on;
+    the pushback labels of every backbone and the judge's validation when layer B is on."""
+    inputs = {"steps": [], "labels": [], "validation": []}
+    if DISAGREEMENT["self_report"]:
+        inputs["steps"] = [layout.debate_round(b, d, m, t, "_steps") for b in BACKBONES for d in DATASETS
+                           for m in DEBATE_METHODS for t in range(1, debate_setting(m).rounds + 1)]
+    if DISAGREEMENT["self_report"] and LMAD_METHODS:
+        inputs["lmad_reports"] = [layout.disagreement(b, "lmad_self_report.parquet") for b in BACKBONES]
+    if DISAGREEMENT["pushback"]:
+        inputs["labels"] = [layout.disagreement(b, "pushback.parquet") for b in BACKBONES]
+        inputs["validation"] = [pushback_validation_file("validation.parquet")]
+    return inputs
+
+
+def lmad_debate_tables(stage, last=0):
+    """Input function: one LMAD stage's table of every dataset, LMAD method and iteration of a
+    backbone (iterations 0 .. L - 1 - ``last``)."""
+
+    def tables(wildcards):
+        return [layout.lmad_table(wildcards.backbone, w, m, k, stage) for w in job_datasets(wildcards)
+                for m in LMAD_METHODS for k in range(config["lmad"]["iterations"] - last)]
+
+    return tables
+
+
+def pushback_lmad_inputs(wildcards):
+    """Layer B reads LMAD's local debates too: every iteration's localization and positions."""
+    if not LMAD_METHODS:
+        return {}
+    return {"lmad_localizations": lmad_debate_tables("localize")(wildcards),
+            "lmad_positions": lmad_debate_tables("debate")(wildcards)}
+
+
+def lmad_tone_prompts():
+    """The tone instructions (lmad.tones) of the run's toned LMAD methods: inputs of the local
+    debate only (none in a run without one, so its jobs are unchanged)."""
+    roles = sorted({tone_role(METHODS[m].tone) for m in LMAD_METHODS} - {None})
+    return {f"prompt_{role}": config["prompts"][role] for role in roles}
+
+
+# ---- Process metrics (rules/process.smk; README "Process metrics"): off unless config process.rubric.
+
+
+def process_outputs():
+    on = config["process"]["rubric"] and (DEBATE_METHODS or LMAD_METHODS)
+    return [layout.paper(f"process.{ext}") for ext in ("csv", "md")] if on else []
+
+
+def process_table_inputs(wildcards):
+    """Every backbone's rubric scores, every debate round's answers and every LMAD generation."""
+    inputs = {"scores": [layout.disagreement(b, "process_scores.parquet") for b in BACKBONES],
+              "rounds": [layout.debate_round(b, d, m, t) for b in BACKBONES for d in DATASETS for m in DEBATE_METHODS
+                         for t in range(debate_setting(m).rounds + 1)]}
+    if LMAD_METHODS:
+        inputs["lmad_generate"] = [layout.lmad_table(b, d, m, k, "generate") for b in BACKBONES for d in DATASETS
+                                   for m in LMAD_METHODS for k in range(config["lmad"]["iterations"])]
+    return inputs
+
+
+# ---- Pairwise jury (rules/jury.smk; README "Pairwise jury"): off while config jury.pair is empty.
+
+JURY = config["jury"]
+JURORS = JURY["judges"] or [JUDGE]
+
+
+def jury_outputs():
+    return [layout.paper(f"jury.{ext}") for ext in ("csv", "md")] if JURY["pair"] else []
+
+
+def jury_predictions(wildcards):
+    """The final answers of the jury's two methods on every dataset of one backbone."""
+    return [layout.predictions(wildcards.backbone, d, m) for d in DATASETS for m in JURY["pair"]]
+
+
+def jury_verdict_tables(wildcards=None):
+    return [layout.disagreement(b, f"jury_{j}.parquet") for b in BACKBONES for j in JURORS]

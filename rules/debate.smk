@@ -30,6 +30,7 @@ rule debate_round:
         max_tokens=config["solver"]["max_tokens"],
         aux_max_tokens=config["debate"]["max_tokens"],
         seed=config["seed"],
+        **persistence_params(),
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)

@@ -96,6 +96,7 @@ if LMAD_METHODS:
             questions=lmad_unit_questions,
             localizations=lmad_paths("localize"),
             prompt=config["prompts"]["debater"],
+            **lmad_tone_prompts(),
             weights=lambda w: model_files(w.backbone),
         output:
             positions=lmad_paths("debate"),

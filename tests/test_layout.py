@@ -55,7 +55,9 @@ def test_schema_method_enums_are_the_registry():
     schema = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())
     props = schema["properties"]
     assert sorted(props["methods"]["items"]["enum"]) == sorted(METHODS)
-    assert sorted(props["debate"]["properties"]["methods"]["propertyNames"]["enum"]) == sorted(names("debate"))
+    # per-method overrides name a debate method at its neutral tone; a toned variant takes its base's setting
+    assert sorted(props["debate"]["properties"]["methods"]["propertyNames"]["enum"]) == sorted(
+        m for m in names("debate") if METHODS[m].tone == "neutral")
 
 
 def test_schema_dataset_types_are_the_benchmarks_the_loaders_and_scorer_know():
@@ -70,10 +72,12 @@ def test_schema_dataset_types_are_the_benchmarks_the_loaders_and_scorer_know():
 
 def test_registry():
     assert names("single") == ["cot", "sc", "sc-matched"]
-    assert names("lmad") == TABLE2_METHODS == ["lmad", "lmad-concrete", "lmad-always"]
+    assert [m for m in names("lmad") if METHODS[m].tone == "neutral"] == TABLE2_METHODS == [
+        "lmad", "lmad-concrete", "lmad-always"]
+    assert names("lmad")[3:] == ["lmad@friendly", "lmad@hostile"]  # toned Strict LMAD, not Table 2 columns
     assert {m.rule for m in METHODS.values()} == {"predict", "lmad_predict", "debate_predict"}
     assert all(m.protocol is not None for m in METHODS.values() if m.family == "debate")
-    assert [m.label for m in METHODS.values()] == [
+    assert [m.label for m in METHODS.values() if m.tone == "neutral"] == [
         "CoT", "SC", "SC (matched tokens)", "LMAD", "Concrete", "Always", "MAD", "Cons.", "PromptMAD", "TrueMAD", "ComputeMAD",
         "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD"]
 

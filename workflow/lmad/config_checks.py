@@ -24,6 +24,12 @@ def check_config(config: dict, allow_test_double: bool) -> None:
             raise ValueError(f"config backbone_n.{name}: not one of the backbones {config['backbones']}")
     for name, spec in config["datasets"].items():
         dataset_type(name, spec)
+    jury = config.get("jury") or {}
+    if jury.get("pair") and (len(jury["pair"]) != 2 or any(m not in config["methods"] for m in jury["pair"])):
+        raise ValueError(f"config jury.pair: two methods of the run's methods {config['methods']}, got {jury['pair']}")
+    for name in jury.get("judges") or []:
+        if name not in config["models"]:
+            raise ValueError(f"config jury.judges: model {name!r} is not defined under 'models'")
     for name in config["methods"]:
         if method(name).family == "debate":
             setting_of(name, config)  # a bad per-method setting fails here, naming the key

@@ -17,6 +17,7 @@ dataset or method a table belongs to ask it, instead of counting path segments.
     results/{backbone}/{dataset}/finalizers.parquet             finalizers on every round of every method
     results/{backbone}/societies/{name}.parquet                 society pool, members, evaluation
     results/{backbone}/analysis/{name}
+    results/{backbone}/disagreement/{name}                      disagreement layers (pushback labels)
     results/judge/{judge}/{name}
     results/paper/{name}
     results/manifest.json
@@ -104,6 +105,11 @@ def analysis(backbone: str, name: str) -> str:
     return f"{ROOT}/{backbone}/analysis/{name}"
 
 
+def disagreement(backbone: str, name: str) -> str:
+    """A backbone's disagreement-layer tables (layer B labels; lmad.disagreement)."""
+    return f"{ROOT}/{backbone}/disagreement/{name}"
+
+
 def judge_validation(judge: str, name: str) -> str:
     return f"{ROOT}/judge/{judge}/{name}"
 
@@ -149,6 +155,7 @@ _PATTERNS = [
     ("lmad_trace", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/trace\.parquet$"),
     ("debate_round", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/round(?P<round>\d+)"
                      r"(?P<part>_steps|_state)?\.parquet$"),
+    ("disagreement", rf"(?P<backbone>{_SEG})/disagreement/(?P<stage>{_SEG})\.parquet$"),
 ]
 _COMPILED = [(kind, re.compile(pattern)) for kind, pattern in _PATTERNS]
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from .protocols.debate.methods import PROTOCOLS
 from .protocols.debate.spec import Protocol
 from .protocols.lmad.commit_guard import POLICIES
+from .tones import TONES, split_tone, toned
 
 FAMILIES = ("single", "lmad", "debate")
 #: The rule that writes each family's predictions (rules/generate.smk, lmad.smk, debate.smk).
@@ -40,6 +41,7 @@ class Method:
     policy: str | None = None
     protocol: Protocol | None = None
     table2: bool = False
+    tone: str = "neutral"  # debate tone (lmad.tones); a toned variant is a method of its own
 
     def __post_init__(self):
         if self.family not in FAMILIES:
@@ -51,9 +53,16 @@ class Method:
     def rule(self) -> str:
         return PREDICT_RULE[self.family]
 
+    @property
+    def base(self) -> str:
+        """The method at the neutral tone (``mad`` for ``mad@hostile``)."""
+        return split_tone(self.name)[0]
 
-def _debate(p: Protocol) -> Method:
-    return Method(p.name, "debate", p.short or p.title, protocol=p)
+
+def _debate(p: Protocol, tone: str = "neutral") -> Method:
+    label = p.short or p.title
+    return Method(toned(p.name, tone), "debate", label if tone == "neutral" else f"{label} ({tone})", protocol=p,
+                  tone=tone)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in [
@@ -63,7 +72,11 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("lmad", "lmad", "LMAD", policy="strict", table2=True),
     Method("lmad-concrete", "lmad", "Concrete", policy="concrete", table2=True),
     Method("lmad-always", "lmad", "Always", policy="always", table2=True),
+    # LMAD (Strict) with a tone in its local debate (lmad.tones); not Table 2 columns
+    *(Method(toned("lmad", tone), "lmad", f"LMAD ({tone})", policy="strict", tone=tone) for tone in TONES[1:]),
     *(_debate(p) for p in PROTOCOLS.values()),
+    # every debating method at the two non-neutral tones (lmad.tones), after all neutral methods
+    *(_debate(p, tone) for tone in TONES[1:] for p in PROTOCOLS.values()),
 ]}
 
 

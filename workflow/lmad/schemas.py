@@ -200,6 +200,45 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("member_acc", _f64), ("ac_coverage", _int), ("sc_coverage", _int), ("calls_per_q", _f64),
         ("completion_tokens_per_q", _f64),
     ]), ["selector", "split"]),
+    # ---- disagreement layers (lmad.disagreement; README "Disagreement layers") ----
+    # layer B's authored battery item judged: kind rebuttal | endorsement, expected stance, the judge's
+    # parsed stance / move ("" when the reply did not parse; parse_error says why)
+    "pushback_battery": (pa.schema([
+        ("dataset", _str), ("qid", _str), ("item", _int), ("kind", _str), ("variant", _int), ("expected", _str),
+        ("parent", _str), ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str),
+        ("raw", _str), ("parse_error", _str), *_CALL,
+    ]), ["dataset", "qid", "item"]),
+    # layer B's validation: recall on rebuttals and on endorsements, the two-sided floor, pass/fail and why
+    "pushback_validation": (pa.schema([
+        ("judge_model", _str), ("n_rebuttals", _int), ("n_endorsements", _int), ("rebuttal_recall", _f64),
+        ("endorsement_recall", _f64), ("n_unparsed", _int), ("min_recall", _f64), ("passed", _bool),
+        ("reason", _str),
+    ]), ["judge_model"]),
+    # layer B's label of one debate reply (round >= 1) of one method (a toned variant is its own method);
+    # iteration: the LMAD iteration of a local-debate reply, 0 for a debate method's
+    "pushback_labels": (pa.schema([
+        ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
+        ("parent", _str), ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str), ("raw", _str),
+        ("parse_error", _str), *_CALL,
+    ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
+    # seed 001's rubric scores (1-10, null when the reply did not parse) of one debate reply (lmad.process)
+    "process_scores": (pa.schema([
+        ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
+        ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str), ("parse_error", _str),
+        *_CALL,
+    ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
+    # one juror's reply on one ordering of one pair (lmad.jury): kind pair (methods A vs B) | battery (gold as A
+    # vs a rival as B); order 0 shows A first; choice 1 | 2 | tie | "" (unparsable); winner a | b | tie | ""
+    "jury_verdicts": (pa.schema([
+        ("dataset", _str), ("qid", _str), ("kind", _str), ("order", _int), ("judge_model", _str), ("a", _str),
+        ("b", _str), ("raw", _str), ("choice", _str), ("winner", _str), *_CALL,
+    ]), ["kind", "dataset", "qid", "order"]),
+    # layer A on LMAD's local debate: one turn's self-report, asked after the turn in its own conversation
+    # (parsed = {"agreement", "changed_mind"} JSON or "", parse_error = why the strict parse failed)
+    "lmad_self_reports": (pa.schema([
+        ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
+        ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str), ("parse_error", _str), *_CALL,
+    ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
 }
 
 

@@ -18,7 +18,9 @@ from collections import Counter
 
 from ..backends import open_backend
 from ..prompts import load_prompt
-from ..protocols.debate import debate_prediction_rows, protocol, run_round
+from ..protocols.debate import debate_prediction_rows, run_round
+from ..registry import method as registered_method
+from ..tones import tone_role
 from ..schemas import read_table, write_table
 from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
@@ -31,7 +33,7 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
                  cache_dir: str, method: str, round_index: int, last: bool, temperatures: list[float],
                  manners: list[str], max_tokens: int, aux_max_tokens: dict, seed: int, provenance: dict,
                  proposals: list[str] | None = None, previous: list[str] | None = None,
-                 previous_state: list[str] | None = None, **prompt_files: str) -> None:
+                 previous_state: list[str] | None = None, persistence: float = 0.0, **prompt_files: str) -> None:
     """Round ``round_index`` of ``method`` on every dataset at once: every stage of the
     round in one batch per step. Every path argument is a list aligned with ``questions``
     (one entry per dataset); ``prompt_files``: ``prompt_<role>`` paths of the roles this
@@ -42,6 +44,11 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
     check_aligned("debate_round", len(questions), samples=samples, steps=steps, state=state, proposals=proposals,
                   previous=previous, previous_state=previous_state)
     prompts = {k[len(PROMPT_PREFIX):]: load_prompt(v) for k, v in prompt_files.items()}
+    spec = registered_method(method)
+    # the tone instruction (lmad.tones) and the layer-A prompt come as prompt files of the round
+    role = tone_role(spec.tone)
+    tone = prompts.pop(role).user if role and round_index > 0 else ""
+    self_report = prompts.pop("self_report", None)
     owner, qs = {}, []
     for u, path in enumerate(questions):
         for q in read_table("questions", path).to_dicts():
@@ -55,9 +62,9 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
 
     backend = open_backend(model, cache_dir)
     result = run_round(
-        protocol(method), method, round_index, last, qs, backend, prompts, temperatures, manners, seed, max_tokens,
+        spec.protocol, method, round_index, last, qs, backend, prompts, temperatures, manners, seed, max_tokens,
         aux_max_tokens, previous=rows("samples", previous) or (), previous_state=rows("debate_state", previous_state),
-        proposals=rows("samples", proposals))
+        proposals=rows("samples", proposals), tone=tone, self_report=self_report, persistence=persistence)
     for name, table, paths in (("samples", result.samples, samples), ("debate_steps", result.steps, steps),
                                ("debate_state", result.state, state)):
         for path, unit_rows in zip(paths, split_rows(len(paths), [owner[r["qid"]] for r in table], table)):

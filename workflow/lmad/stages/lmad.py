@@ -40,6 +40,7 @@ from ..protocols.lmad.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
+from ..tones import tone_role
 from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
@@ -207,16 +208,21 @@ def localize(questions: list[str], chains: list[str], prompt: str, localizations
 
 def debate(questions: list[str], localizations: list[str], prompt: str, positions: list[str], units: list,
            model: dict, cache_dir: str, iteration: int, rounds: int, temperatures: list[float], seed: int,
-           max_tokens: int, provenance: dict, state: list[str] | None = None) -> None:
-    """R local rounds over the segments ending at the witnesses."""
+           max_tokens: int, provenance: dict, state: list[str] | None = None, **tone_prompts: str) -> None:
+    """R local rounds over the segments ending at the witnesses. ``tone_prompts``: the
+    ``prompt_tone_<tone>`` instruction files of the toned methods among the units (lmad.tones)."""
     us = _Units(units, questions, localizations=localizations, positions=positions, state=state)
+    tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
     items, owners = [], []
     for u, qs in enumerate(us.questions):
         committed = _committed(_at(state, u))
+        role = tone_role(registered_method(us.names[u][1]).tone)
+        if role and role not in tones:
+            raise ValueError(f"lmad debate: unit {us.names[u]} needs the {role} prompt file")
         for r in _table("lmad_localizations", localizations[u]):
             items.append({"qid": r["qid"], "question": qs[r["qid"]], "committed": committed[r["qid"]],
                           "segments": r["segments"], "conflict": r["conflict"],
-                          "witness_claims": r["witness_claims"]})
+                          "witness_claims": r["witness_claims"], "tone": tones[role] if role else ""})
             owners.append(u)
     backend = open_backend(model, cache_dir) if items and rounds else None
     per_item = run_debate(backend, load_prompt(prompt), items, iteration, rounds, temperatures, seed,

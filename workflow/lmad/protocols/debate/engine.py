@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ...answers import extract_answer, normalize_answer
 from ...cost import call_columns, cost_per_question
 from ...backends import Backend, ChatRequest, Completion
 from ...prompts import Prompt
+from ...disagreement.labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
+                                    parse_self_report, self_report_request)
 from ...solver import derive_seed, job_yes_no
+from ...tones import with_tone
 from . import views
 from .decisions import JUDGE_SCHEMA, MODERATOR_SCHEMA, STOP_RULES, Verdict, parse_judge, parse_moderator, vote
 from .spec import (ADVICE_ROLES, ANSWER, MANNERS, MODERATOR_ROLE, Advise, Judge, Protocol, Reason, Revise,
@@ -56,12 +59,13 @@ class CallSequence:
     target: int = NO_AGENT
     slot: int = 0
     constraint: dict | None = None
+    tone: str = ""  # the tone instruction of a debate turn (lmad.tones); "" = neutral
     completions: list[Completion] = field(default_factory=list)
     verdict: Verdict | None = None
 
     def request(self, k: int, prompts: dict[str, Prompt]) -> ChatRequest:
         done = {s.name: c.text for s, c in zip(self.steps, self.completions)}
-        messages = prompts[self.steps[k].role].render(**{**self.fields, **done})
+        messages = with_tone(prompts[self.steps[k].role].render(**{**self.fields, **done}), self.tone)
         return ChatRequest(messages=messages, temperature=float(self.temperature), max_tokens=self.max_tokens,
                            seed=self.seeds[k], constraint=self.constraint)
 
@@ -113,11 +117,13 @@ class _Round:
     seed: int
     max_tokens: int
     aux_max_tokens: dict
+    tone: str = ""  # tone instruction of this round's debate turns ("" at t = 0 and for neutral)
     current: dict[str, dict[int, dict]] = field(default_factory=lambda: defaultdict(dict))
     advice: dict[str, dict[int, list]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     samples: list[dict] = field(default_factory=list)
     steps: list[dict] = field(default_factory=list)
+    answered: list[CallSequence] = field(default_factory=list)  # every agent turn of the round
     calls: int = 0
 
     @property
@@ -139,13 +145,14 @@ class _Round:
     def agent_chain(self, qid: str, agent: int, name: str, steps: tuple[Step, ...], fields: dict) -> CallSequence:
         seeds = tuple(self.seed_of(qid, "debate", self.t, agent, s.name) for s in steps)
         return CallSequence(qid, name, agent, steps, seeds, self.temperatures[agent], self.max_tokens,
-                     self.base(qid) | fields, answers=True)
+                     self.base(qid) | fields, answers=True, tone=self.tone)
 
     def run(self, backend: Backend, chains: list[CallSequence]) -> list[CallSequence]:
         self.calls += run_chains(backend, chains, self.prompts)
         return chains
 
     def record(self, chains: list[CallSequence]) -> None:
+        self.answered += [c for c in chains if c.answers]
         for c in chains:
             for k, (step, completion) in enumerate(zip(c.steps, c.completions)):
                 if c.answers and k == len(c.steps) - 1:
@@ -213,7 +220,7 @@ def _advise(stage: Advise, rnd: _Round, backend: Backend) -> None:
             else:  # K-1 critiques of the agent's own response
                 jobs = [(a, s, fields) for s in range(k - 1)]
             chains += [CallSequence(qid, name, a, (step,), (rnd.seed_of(qid, name, rnd.t, a, r, s),), rnd.temperatures[a],
-                             rnd.aux_max_tokens["advice"], f, target=r, slot=s) for r, s, f in jobs]
+                             rnd.aux_max_tokens["advice"], f, target=r, slot=s, tone=rnd.tone) for r, s, f in jobs]
     rnd.run(backend, chains)
     by_qid = defaultdict(list)  # grouped once: a scan per question is quadratic in the questions
     for c in chains:
@@ -268,6 +275,34 @@ def _judge(stage: Judge, rnd: _Round, backend: Backend) -> None:
     rnd.record(chains)
 
 
+def self_reports(rnd: _Round, backend: Backend, prompt: Prompt, persistence: float = 0.0) -> None:
+    """Layer A (lmad.disagreement.labels): every agent turn of the round, in one batch, is
+    followed in its own conversation (the turn's last prompt, tone included, and its reply)
+    by the self-report request, constrained to the label's JSON schema; the strict parse and
+    its error go to a ``self_report`` step row. A measurement: never part of a method's cost.
+
+    Layer C (``persistence`` > 0, a toned round only): a seeded share of the turns is re-asked
+    twice in the same batch, with new seeds: once with the tone instruction deleted from the
+    turn's prompt (``persist_removed``) and once, as the noise floor, with it kept
+    (``persist_kept``); lmad.disagreement.tables compares each re-ask's label with the original."""
+    chains = [c for c in rnd.answered if c.completions]
+    jobs = [(SELF_REPORT_STEP, c, c) for c in chains]
+    if persistence > 0 and rnd.tone:
+        for c in chains:
+            if random.Random(rnd.seed_of(c.qid, "persist", rnd.t, c.agent)).random() < persistence:
+                jobs += [(PERSIST_REMOVED, c, replace(c, tone="")), (PERSIST_KEPT, c, c)]
+    requests = [self_report_request(asked.request(len(c.steps) - 1, rnd.prompts), c.text, prompt,
+                                    rnd.seed_of(c.qid, step, rnd.t, c.agent)) for step, c, asked in jobs]
+    completions = backend.generate(requests) if requests else []
+    rnd.calls += len(requests)
+    for (step, c, _), req, completion in zip(jobs, requests, completions):
+        label, error = parse_self_report(completion.text)
+        rnd.steps.append({
+            "qid": c.qid, "round": rnd.t, "step": step, "agent": c.agent, "target": NO_AGENT, "slot": 0,
+            "temperature": float(c.temperature), "seed": req.seed, "response": completion.text,
+            "parsed": as_json(label), "parse_error": error, **call_columns(completion)})
+
+
 STAGES = {Solve: _solve, Reason: _reason, Advise: _advise, Revise: _revise, Turn: _turn, Judge: _judge}
 
 
@@ -286,12 +321,16 @@ def _open(qid: str, t: int) -> dict:
 def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Sequence[dict], backend: Backend,
               prompts: dict[str, Prompt], temperatures: Sequence[float], manners: Sequence[str], seed: int,
               max_tokens: int, aux_max_tokens: dict, previous: Sequence[dict] = (),
-              previous_state: Sequence[dict] | None = None, proposals: Sequence[dict] | None = None) -> RoundResult:
+              previous_state: Sequence[dict] | None = None, proposals: Sequence[dict] | None = None,
+              tone: str = "", self_report: Prompt | None = None, persistence: float = 0.0) -> RoundResult:
     """Round ``t`` of ``protocol`` for the questions still active after round t-1.
 
     ``previous``: the round t-1 ``samples`` rows; ``previous_state``: the round t-1
     ``state`` rows (None at t = 0: every question active); ``proposals``: round 0 of a
-    protocol that opens like self-consistency, reused without a call.
+    protocol that opens like self-consistency, reused without a call. ``tone``: the tone
+    instruction (lmad.tones) of the debate turns of rounds t >= 1; ``self_report``: the
+    layer-A prompt, asked after every agent turn of rounds t >= 1 (None: not asked);
+    ``persistence``: the share of a toned round's turns re-asked for layer C (``self_reports``).
     """
     qs = {q["qid"]: q for q in questions}
     if previous_state is None:
@@ -307,7 +346,7 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
     if missing:
         raise ValueError(f"round {t}: no round-{t - 1} responses of every agent for questions {missing[:5]}")
     rnd = _Round(protocol, method, t, qs, active, temps, tuple(manners), prev, prompts, seed, max_tokens,
-                 aux_max_tokens)
+                 aux_max_tokens, tone=tone if t > 0 else "")
 
     if proposals is not None:
         if t != 0 or not protocol.opens_like_self_consistency:
@@ -322,6 +361,8 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
     else:
         for stage in protocol.stages(t):
             STAGES[type(stage)](stage, rnd, backend)
+        if self_report is not None and t > 0:
+            self_reports(rnd, backend, self_report, persistence)
 
     state = dict(carried)
     undecided = []
@@ -360,7 +401,7 @@ def debate_prediction_rows(questions: Sequence[dict], method: str, samples: Sequ
     """One ``predictions`` row per question: the final state's answer, and the cost of
     ALL the method's calls over every round (shared proposals and cached calls included,
     since a fresh run of the method alone would issue them)."""
-    cost = cost_per_question((*samples, *steps))
+    cost = cost_per_question((*samples, *(s for s in steps if s["step"] not in MEASUREMENT_STEPS)))
     state = {s["qid"]: s for s in final_state}
     out = []
     for q in questions:

@@ -12,10 +12,12 @@ previous position (``"kept_previous"``).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ...backends import Backend, ChatRequest
 from ...prompts import Prompt, format_committed, format_context
 from ...solver import derive_seed
+from ...tones import with_tone
 from ...cost import call_columns
 from .batch import run_batch
 from .nodes import format_chain
@@ -55,8 +57,9 @@ def parse_position(text: str, previous: str) -> tuple[str, str]:
 
 def run_debate(backend: Backend, prompt: Prompt, items: list[dict], iteration: int, rounds: int,
                temperatures: list[float], seed: int, max_tokens: int) -> list[list[dict]]:
-    """R rounds for every item (question, committed, segments, conflict, witness_claims)
-    at once: ONE batch per round over all items x agents. Returns each item's
+    """R rounds for every item (question, committed, segments, conflict, witness_claims, and
+    optionally ``tone``: the instruction of a toned method, lmad.tones, appended to every turn's
+    system message) at once: ONE batch per round over all items x agents. Returns each item's
     ``positions`` rows (items may repeat a qid: one per LMAD policy sharing the job)."""
     positions = [list(it["witness_claims"]) for it in items]
     rows: list[list[dict]] = [[] for _ in items]
@@ -69,6 +72,8 @@ def run_debate(backend: Backend, prompt: Prompt, items: list[dict], iteration: i
                 others = {j: p for j, p in enumerate(prev) if j != agent}
                 req = debate_request(prompt, it["question"], it["committed"], it["segments"][agent],
                                      it["conflict"], prev[agent], others, agent, temperature, s, max_tokens)
+                if it.get("tone"):
+                    req = replace(req, messages=with_tone(req.messages, it["tone"]))
                 jobs.append((n, {"qid": it["qid"], "iteration": iteration, "round": rnd, "agent": agent,
                                  "temperature": float(temperature), "seed": s}, req))
         completions = run_batch(backend, [req for _, _, req in jobs])

@@ -1,0 +1,107 @@
+# Disagreement layers of seed 003 (README "Disagreement layers"), selected by config
+# `disagreement:`. Layer A (self-reports) is asked inside rule debate_round; here: layer B's
+# validation on its authored battery (one job, the run's judge model), layer B's labels of
+# every debate reply (one job per backbone, one batch), and the table. Input functions live
+# in rules/common.smk.
+
+
+localrules:
+    disagreement_table,
+
+
+rule pushback_validation:
+    input:
+        questions=configured_questions(),
+        prompt=config["prompts"]["pushback_judge"],
+        weights=model_files(config["judge"]["model"]),
+    output:
+        battery=pushback_validation_file("battery.parquet"),
+        validation=pushback_validation_file("validation.parquet"),
+        report=pushback_validation_file("validation.md"),
+    log:
+        f"logs/judge_validation/{config['judge']['model']}.pushback.log",
+    params:
+        model=model_spec(config["judge"]["model"]),
+        judge_name=config["judge"]["model"],
+        cache_dir=config["cache_dir"],
+        max_tokens=config["disagreement"]["pushback_max_tokens"],
+        questions_per_dataset=config["disagreement"]["battery_questions"],
+        min_recall=config["disagreement"]["min_recall"],
+        seed=config["seed"],
+    conda:
+        "../envs/pipeline.yaml"
+    threads: model_threads(config["judge"]["model"])
+    resources:
+        **model_resources(config["judge"]["model"]),
+    script:
+        "../workflow/scripts/pushback_validation.py"
+
+
+rule pushback:
+    input:
+        unpack(pushback_lmad_inputs),
+        rounds=debate_replies,
+        prompt=config["prompts"]["pushback_judge"],
+        weights=model_files(config["judge"]["model"]),
+    output:
+        labels=layout.disagreement("{backbone}", "pushback.parquet"),
+    log:
+        "logs/{backbone}/disagreement/pushback.log",
+    params:
+        model=model_spec(config["judge"]["model"]),
+        judge_name=config["judge"]["model"],
+        cache_dir=config["cache_dir"],
+        max_tokens=config["disagreement"]["pushback_max_tokens"],
+    conda:
+        "../envs/pipeline.yaml"
+    threads: model_threads(config["judge"]["model"])
+    resources:
+        **model_resources(config["judge"]["model"]),
+    script:
+        "../workflow/scripts/pushback.py"
+
+
+rule disagreement_table:
+    input:
+        unpack(disagreement_inputs),
+    output:
+        csv=layout.paper("disagreement.csv"),
+        md=layout.paper("disagreement.md"),
+        png=layout.paper("disagreement.png"),
+    log:
+        "logs/paper/disagreement.log",
+    params:
+        self_report=config["disagreement"]["self_report"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/disagreement_table.py"
+
+
+# Layer A on LMAD's local debate: each turn rebuilt from its stage tables and followed by the
+# debater's self-report (one job per backbone, one batch, the backbone's model).
+rule lmad_self_report:
+    input:
+        **lmad_tone_prompts(),
+        questions=question_tables,
+        localizations=lmad_debate_tables("localize"),
+        positions=lmad_debate_tables("debate"),
+        states=lmad_debate_tables("state", last=1),
+        prompt=config["prompts"]["debater"],
+        prompt_self_report=config["prompts"]["self_report"],
+        weights=lambda w: model_files(w.backbone),
+    output:
+        reports=layout.disagreement("{backbone}", "lmad_self_report.parquet"),
+    log:
+        "logs/{backbone}/disagreement/lmad_self_report.log",
+    params:
+        **model_params(),
+        max_tokens=config["lmad"]["max_tokens"]["debater"],
+        seed=config["seed"],
+    conda:
+        "../envs/pipeline.yaml"
+    threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
+    script:
+        "../workflow/scripts/lmad_self_report.py"

@@ -1,0 +1,49 @@
+# Process metrics of seed 001 (README "Process metrics"), selected by config `process.rubric`:
+# the judge model scores every debate reply on RP / EI / NC (one job per backbone, one batch),
+# and the table adds CPL / AME / CMP1v(K-1) of every debating method, LMAD included. Input
+# functions live in rules/common.smk.
+
+
+localrules:
+    process_table,
+
+
+rule process_scores:
+    input:
+        unpack(pushback_lmad_inputs),
+        questions=question_tables,
+        rounds=debate_replies,
+        prompt=config["prompts"]["process_rubric"],
+        weights=model_files(config["judge"]["model"]),
+    output:
+        scores=layout.disagreement("{backbone}", "process_scores.parquet"),
+    log:
+        "logs/{backbone}/process/scores.log",
+    params:
+        model=model_spec(config["judge"]["model"]),
+        judge_name=config["judge"]["model"],
+        cache_dir=config["cache_dir"],
+        max_tokens=config["process"]["max_tokens"],
+    conda:
+        "../envs/pipeline.yaml"
+    threads: model_threads(config["judge"]["model"])
+    resources:
+        **model_resources(config["judge"]["model"]),
+    script:
+        "../workflow/scripts/process_scores.py"
+
+
+rule process_table:
+    input:
+        unpack(process_table_inputs),
+        questions=configured_questions(),
+        validation=judge_validation_file(),
+    output:
+        csv=layout.paper("process.csv"),
+        md=layout.paper("process.md"),
+    log:
+        "logs/paper/process.log",
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/process_table.py"

@@ -1,0 +1,159 @@
+"""Layer B: the blind pushback judge, and the authored battery that validates it.
+
+**What the judge sees.** Only the parent turn and the reply (``pushback_request``): the text of
+the responses the reply answers, each under a neutral heading ("Earlier response 1", ...),
+and the reply's text. Never the question's gold, the debater's self-report, the tone, a
+model name or an agent's identity or label. The parent of agent a's round-t reply is what
+the debate showed it: the other agents' round t-1 responses, except that in a protocol of
+sequential turns (dMAD) an agent who already spoke in round t is shown by its round-t turn.
+
+**Validation before use.** ``build_battery`` authors, from the run's own questions, replies
+whose stance is known without a model: two rebuttals (the reply rejects the parent's answer
+for another one) and two endorsements (the reply accepts the parent's answer) per question,
+each under a parent that states an answer. The judge passes only if its recall on rebuttals
+(stance ``disagree``) AND on endorsements (stance ``agree``) each reach the floor (seed 003:
+80 %), so an always-agree or always-disagree judge fails. The recall arithmetic is the run
+judge's (``lmad.judge_battery.summarize``: endorsement = known-correct side, rebuttal =
+known-incorrect side, an unparsable reply a miss on both).
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from ..answers import normalize_hotpot
+from ..backends import ChatRequest
+from ..judge_battery import _unrelated, answer_type, summarize
+from ..prompts import Prompt
+from ..protocols.debate.spec import Protocol, Turn
+from .labels import PUSHBACK_SCHEMA
+
+REBUTTALS = ("I disagree. The answer is not {gold}: the passages point to {rival} instead, and nothing in them "
+             "supports {gold}.\nAnswer: {rival}",
+             "That is wrong. {gold} does not fit the question; reading the passages again, the answer is "
+             "{rival}.\nAnswer: {rival}")
+ENDORSEMENTS = ("I agree with you. The answer is {gold}; your reasoning matches the passages.\nAnswer: {gold}",
+                "You are right, and I accept {gold} as the answer: the passages support it.\nAnswer: {gold}")
+PARENT = "Reading the passages step by step, the answer is {gold}.\nAnswer: {gold}"
+#: battery kind -> the stance a correct judge gives
+EXPECTED = {"rebuttal": "disagree", "endorsement": "agree"}
+
+
+def parent_text(turns: Mapping[int, str]) -> str:
+    """The parent turn as the judge reads it: the responses without any agent identity."""
+    if len(turns) == 1:
+        return next(iter(turns.values())).strip()
+    return "\n\n".join(f"Earlier response {n}:\n{turns[j].strip()}" for n, j in enumerate(sorted(turns), 1))
+
+
+def pushback_request(prompt: Prompt, parent: str, reply: str, max_tokens: int) -> ChatRequest:
+    """The one judge call, for real replies and battery items alike (deterministic, JSON-constrained)."""
+    return ChatRequest(messages=prompt.render(parent=parent, reply=reply.strip()), temperature=0.0,
+                       max_tokens=max_tokens, seed=0, constraint={"json": PUSHBACK_SCHEMA})
+
+
+def turn_order(protocol: Protocol) -> list[int]:
+    """The agents that speak in sequence within a revision round (dMAD), in order; [] when all
+    agents revise at once."""
+    return [s.agent for s in protocol.exchange if isinstance(s, Turn)]
+
+
+def replies_with_parents(protocol: Protocol, samples: Iterable[dict]) -> list[dict]:
+    """Every debate reply of rounds t >= 1 with its parent turn: ``{qid, round, agent, parent,
+    reply, own}`` (own: the agent's round t-1 response), in (qid, round, agent) order.
+    ``samples``: a method's ``samples`` rows of every round."""
+    by = defaultdict(dict)
+    for r in samples:
+        by[(r["qid"], r["round"])][r["agent"]] = r["response"]
+    order = turn_order(protocol)
+    out = []
+    for (qid, t), turns in sorted(by.items()):
+        if t == 0:
+            continue
+        prev = by.get((qid, t - 1), {})
+        for a in sorted(turns):
+            before = order[: order.index(a)] if a in order else []
+            shown = {j: (turns[j] if j in before and j in turns else prev[j]) for j in prev if j != a}
+            if shown:
+                out.append({"qid": qid, "round": t, "agent": a, "parent": parent_text(shown), "reply": turns[a],
+                            "own": prev.get(a, "")})
+    return out
+
+
+@dataclass(frozen=True)
+class BatteryItem:
+    dataset: str
+    qid: str
+    kind: str  # rebuttal | endorsement
+    variant: int
+    parent: str
+    reply: str
+
+    @property
+    def expected(self) -> str:
+        return EXPECTED[self.kind]
+
+
+def _rival(q: dict, pool: Sequence[str], rng: random.Random) -> str | None:
+    gold = q["answer"]
+    if answer_type(gold) == "yes_no":
+        return "no" if normalize_hotpot(gold) == "yes" else "yes"
+    golds = [gold, *q["aliases"]]
+    options = sorted({g for g in pool if _unrelated(g, golds)} | {p["title"] for p in q["context"]
+                                                                  if _unrelated(p["title"], golds)})
+    return rng.choice(options) if options else None
+
+
+def build_battery(questions: Iterable[dict], questions_per_dataset: int, seed: int) -> list[BatteryItem]:
+    """Seeded: at most ``questions_per_dataset`` questions of each dataset, 2 rebuttals and 2
+    endorsements each (a question with no rival answer gets none)."""
+    questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
+    pool = [q["answer"] for q in questions if answer_type(q["answer"]) != "yes_no"]
+    by_dataset = defaultdict(list)
+    for q in questions:
+        by_dataset[q["dataset"]].append(q)
+    items = []
+    for dataset in sorted(by_dataset):
+        rng = random.Random(f"{seed}\0pushback\0{dataset}")
+        chosen = by_dataset[dataset]
+        if len(chosen) > questions_per_dataset:
+            chosen = sorted(rng.sample(chosen, questions_per_dataset), key=lambda q: q["qid"])
+        for q in chosen:
+            rival = _rival(q, pool, rng)
+            if rival is None:
+                continue
+            fill = {"gold": q["answer"], "rival": rival}
+            parent = PARENT.format(**fill)
+            for kind, templates in (("rebuttal", REBUTTALS), ("endorsement", ENDORSEMENTS)):
+                items += [BatteryItem(dataset, q["qid"], kind, v, parent, t.format(**fill))
+                          for v, t in enumerate(templates)]
+    return items
+
+
+def validate(rows: Sequence[dict], min_recall: float) -> dict:
+    """Two-sided floor over judged battery rows (``kind``, ``stance``: "" when unparsable)."""
+    verdict = {"agree": "correct", "disagree": "incorrect"}
+    as_judge = [{"expected": r["kind"] == "endorsement",
+                 "judge_verdict": verdict.get(r["stance"], "unscored" if not r["stance"] else "partial")}
+                for r in rows]
+    s = summarize(as_judge, min_recall)
+    reason = (s["reason"].replace("known-correct and on known-incorrect items", "endorsements and on rebuttals")
+              .replace("known-correct item", "endorsement").replace("known-incorrect item", "rebuttal")
+              .replace("known-correct", "endorsements").replace("known-incorrect", "rebuttals"))
+    return {"n_rebuttals": s["n_incorrect_items"], "n_endorsements": s["n_correct_items"],
+            "rebuttal_recall": s["tnr"], "endorsement_recall": s["tpr"], "n_unparsed": s["n_unscored"],
+            "min_recall": float(min_recall), "passed": s["passed"], "reason": reason}
+
+
+def validation_line(v: Mapping) -> str:
+    def pct(x):
+        return f"{100 * x:.1f} %" if x is not None and math.isfinite(x) else "–"
+
+    verdict = "PASSED" if v["passed"] else "FAILED"
+    return (f"Pushback judge `{v['judge_model']}` validation {verdict} on {v['n_rebuttals']} authored rebuttals "
+            f"and {v['n_endorsements']} endorsements: recall {pct(v['rebuttal_recall'])} on rebuttals, "
+            f"{pct(v['endorsement_recall'])} on endorsements (floor {100 * v['min_recall']:.0f} % each), "
+            f"{v['n_unparsed']} unparsable — {v['reason']}.")

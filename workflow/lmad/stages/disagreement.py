@@ -1,0 +1,172 @@
+"""Rules of rules/disagreement.smk (README "Disagreement layers"): layer B's validation on its
+authored battery, layer B's labels of every debate reply (one batch per backbone), and the
+disagreement table (layers A and B per method x tone x round). Layer A is asked inside the
+debate rounds (``engine.self_reports``) and read here from their ``debate_steps`` tables."""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+import polars as pl
+
+from .. import layout
+from ..atomic import write_csv, write_text
+from ..backends import open_backend
+from ..disagreement.labels import (MEASUREMENT_STEPS, SELF_REPORT_STEP, as_json, parse_pushback, parse_self_report,
+                                   self_report_request)
+from ..disagreement.local import local_turns
+from ..disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate, validation_line
+from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
+from ..prompts import load_prompt
+from ..registry import method as registered_method
+from ..schemas import read_table, write_table
+from ..solver import derive_seed
+from ..tones import tone_role
+from .judge import _call
+
+log = logging.getLogger(__name__)
+
+
+def _judged(reply) -> dict:
+    label, error = parse_pushback(reply.text)
+    return {"stance": label["stance"] if label else "", "move": label["move"] if label else "", "raw": reply.text,
+            "parse_error": error, **_call(reply)}
+
+
+def pushback_validation(questions: list[str], prompt: str, battery: str, validation: str, report: str, model: dict,
+                        judge_name: str, cache_dir: str, max_tokens: int, questions_per_dataset: int,
+                        min_recall: float, seed: int, provenance: dict) -> None:
+    """Judge the authored battery (lmad.disagreement.pushback) in one batch with the exact
+    request layer B sends; write every item, the two-sided verdict and its report."""
+    qs = [q for path in questions for q in read_table("questions", path).to_dicts()]
+    items = build_battery(qs, questions_per_dataset, seed)
+    template = load_prompt(prompt)
+    backend = open_backend(model, cache_dir) if items else None
+    replies = backend.generate([pushback_request(template, it.parent, it.reply, max_tokens) for it in items]) \
+        if backend else []
+    rows = [{"dataset": it.dataset, "qid": it.qid, "item": i, "kind": it.kind, "variant": it.variant,
+             "expected": it.expected, "parent": it.parent, "reply": it.reply, "judge_model": judge_name,
+             **_judged(reply)} for i, (it, reply) in enumerate(zip(items, replies))]
+    write_table("pushback_battery", rows, battery, provenance)
+    summary = {"judge_model": judge_name, **validate(rows, min_recall)}
+    write_table("pushback_validation", [summary], validation, provenance)
+    lines = [f"# Pushback judge validation — `{judge_name}`\n", validation_line(summary) + "\n",
+             "| Kind | Should be | Items | Judged agree | Judged partial | Judged disagree | Unparsable |",
+             "|---|---|---|---|---|---|---|"]
+    for kind, expected in (("rebuttal", "disagree"), ("endorsement", "agree")):
+        mine = [r for r in rows if r["kind"] == kind]
+        counts = [sum(r["stance"] == s for r in mine) for s in ("agree", "partial", "disagree", "")]
+        lines.append(f"| {kind} | {expected} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
+    write_text(report, "\n".join(lines) + "\n")
+    log.info("%s; %s", validation_line(summary), backend.stats() if backend else "no items")
+
+
+def _lmad_tables(localizations: list[str], positions: list[str]) -> dict[tuple, dict]:
+    """(dataset, method, iteration) -> its localization and position rows (each path names them)."""
+    out: dict[tuple, dict] = defaultdict(lambda: {"localizations": [], "positions": []})
+    for kind, table, paths in (("localizations", "lmad_localizations", localizations),
+                               ("positions", "lmad_positions", positions)):
+        for path in paths:
+            where = layout.parse(path)
+            out[(where.dataset, where.method, where.iteration)][kind] += read_table(table, path).to_dicts()
+    return out
+
+
+def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_name: str, cache_dir: str,
+             max_tokens: int, provenance: dict, lmad_localizations: list[str] | None = None,
+             lmad_positions: list[str] | None = None) -> None:
+    """Layer B on every debate reply of rounds t >= 1 of every debate method (toned variants
+    included) and of LMAD's local debates, every dataset of one backbone, in ONE batch.
+    ``rounds``: the debate methods' round ``samples`` tables; ``lmad_*``: every LMAD iteration's
+    localization and debate tables (any order; each path names its dataset, method, round)."""
+    by_unit = defaultdict(list)
+    for path in rounds:
+        where = layout.parse(path)
+        by_unit[(where.dataset, where.method)] += read_table("samples", path).to_dicts()
+    jobs = []
+    for (dataset, name), samples in sorted(by_unit.items()):
+        for r in replies_with_parents(registered_method(name).protocol, samples):
+            jobs.append({"dataset": dataset, "method": name, "iteration": 0,
+                         **{key: r[key] for key in ("qid", "round", "agent", "parent", "reply")}})
+    for (dataset, name, k), tables in sorted(_lmad_tables(lmad_localizations or [], lmad_positions or []).items()):
+        for turn in local_turns(None, "", {}, {}, tables["localizations"], tables["positions"], 0):
+            jobs.append({"dataset": dataset, "method": name, "iteration": k,
+                         **{key: turn[key] for key in ("qid", "round", "agent", "parent", "reply")}})
+    template = load_prompt(prompt)
+    backend = open_backend(model, cache_dir) if jobs else None
+    replies = backend.generate([pushback_request(template, j["parent"], j["reply"], max_tokens) for j in jobs]) \
+        if backend else []
+    rows = [j | {"judge_model": judge_name, **_judged(reply)} for j, reply in zip(jobs, replies)]
+    write_table("pushback_labels", rows, labels, provenance)
+    unparsed = sum(not r["stance"] for r in rows)
+    log.info("labelled %d debate replies of %d (dataset, method) units (%d unparsable); %s", len(rows),
+             len(by_unit), unparsed, backend.stats() if backend else "no replies")
+
+
+def lmad_self_report(questions: list[str], localizations: list[str], positions: list[str], prompt: str,
+                     prompt_self_report: str, reports: str, model: dict, cache_dir: str, max_tokens: int,
+                     seed: int, provenance: dict, states: list[str] | None = None, **tone_prompts: str) -> None:
+    """Layer A on LMAD's local debate, every (dataset, LMAD method, iteration) of one backbone in
+    ONE batch: each turn's request is rebuilt from its stage tables (lmad.disagreement.local; the
+    debater prompt ``prompt``, the tone of a toned method, P from the previous iteration's
+    ``states``) and followed by the self-report question in that conversation."""
+    qs = {}
+    for path in questions:
+        qs.update({q["qid"]: q for q in read_table("questions", path).to_dicts()})
+    committed = {}
+    for path in states or []:
+        where = layout.parse(path)
+        committed[(where.dataset, where.method, where.iteration + 1)] = {
+            s["qid"]: s["committed"] for s in read_table("lmad_state", path).to_dicts()}
+    debater, asked = load_prompt(prompt), load_prompt(prompt_self_report)
+    tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
+    jobs = []
+    for (dataset, name, k), tables in sorted(_lmad_tables(localizations, positions).items()):
+        role = tone_role(registered_method(name).tone)
+        for turn in local_turns(debater, tones[role] if role else "", qs, committed.get((dataset, name, k), {}),
+                                tables["localizations"], tables["positions"], max_tokens):
+            s = derive_seed(seed, turn["qid"], SELF_REPORT_STEP, k, turn["round"], turn["agent"])
+            jobs.append((dataset, name, turn, self_report_request(turn["request"], turn["reply"], asked, s)))
+    backend = open_backend(model, cache_dir) if jobs else None
+    replies = backend.generate([req for *_, req in jobs]) if backend else []
+    rows = []
+    for (dataset, name, turn, req), reply in zip(jobs, replies):
+        label, error = parse_self_report(reply.text)
+        rows.append({"dataset": dataset, "method": name, **{k: turn[k] for k in ("qid", "iteration", "round", "agent")},
+                     "temperature": req.temperature, "seed": req.seed, "response": reply.text,
+                     "parsed": as_json(label), "parse_error": error, **_call(reply)})
+    write_table("lmad_self_reports", rows, reports, provenance)
+    log.info("self-reports of %d local-debate turns (%d unparsable); %s", len(rows),
+             sum(not r["parsed"] for r in rows), backend.stats() if backend else "no turns")
+
+
+def disagreement_table(steps: list[str], labels: list[str], validation: list[str], csv: str, md: str,
+                       self_report: bool, provenance: dict, lmad_reports: list[str] | None = None,
+                       png: str | None = None) -> None:
+    """results/paper/disagreement.{csv,md} from the rounds' ``debate_steps`` and LMAD's self-report
+    tables (layer A), the backbones' pushback labels and the judge's validation (layer B; empty
+    lists when off)."""
+    reports = []
+    for path in steps:
+        where = layout.parse(path)
+        reports += [r | {"backbone": where.backbone, "dataset": where.dataset, "method": where.method,
+                         "iteration": 0}
+                    for r in read_table("debate_steps", path).to_dicts() if r["step"] in MEASUREMENT_STEPS]
+    for path in lmad_reports or []:
+        reports += [r | {"backbone": layout.parse(path).backbone} for r in read_table("lmad_self_reports", path).to_dicts()]
+    judged = []
+    for path in labels:
+        judged += [r | {"backbone": layout.parse(path).backbone} for r in read_table("pushback_labels", path).to_dicts()]
+    if validation:
+        v = read_table("pushback_validation", validation[0]).to_dicts()[0]
+        status, line = ("PASSED" if v["passed"] else "FAILED"), validation_line(v)
+        if not v["passed"]:
+            line = f"**{line} Its labels are not used: every layer-B column is empty.**"
+    else:
+        status, line = "off", "Layer B (pushback judge): off (config disagreement.pushback)."
+    rows = disagreement_rows(reports, judged, status)
+    write_csv(csv, pl.DataFrame(rows).select(COLUMNS) if rows else pl.DataFrame(schema={c: pl.Utf8 for c in COLUMNS}))
+    write_text(md, disagreement_markdown(rows, line, self_report))
+    if png:
+        figure(rows, png)
+    log.info("disagreement table: %d cells, layer B %s", len(rows), status)

@@ -1,0 +1,135 @@
+"""Rules of rules/process.smk (README "Process metrics"): the RP / EI / NC rubric scores of every
+debate reply (one batch per backbone, the configured judge), and the process table with CPL /
+AME / CMP of every debating method, LMAD included (lmad.process)."""
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+
+import numpy as np
+import polars as pl
+
+from .. import layout
+from ..atomic import write_csv, write_text
+from ..backends import open_backend
+from ..disagreement.local import local_turns
+from ..disagreement.pushback import replies_with_parents
+from ..display import markdown
+from ..paper.dynamics import correctness_by_round, dynamics
+from ..process import DIMENSIONS, cmp_name, parse_rubric, rubric_request, rubric_summary
+from ..prompts import load_prompt
+from ..registry import method as registered_method
+from ..schemas import read_table, write_table
+from .disagreement import _lmad_tables
+from .judge import _call
+
+log = logging.getLogger(__name__)
+
+
+def process_scores(questions: list[str], rounds: list[str], prompt: str, scores: str, model: dict, judge_name: str,
+                   cache_dir: str, max_tokens: int, provenance: dict, lmad_localizations: list[str] | None = None,
+                   lmad_positions: list[str] | None = None) -> None:
+    """Every debate reply of rounds t >= 1 and every local-debate reply of one backbone, scored
+    on the rubric in ONE batch. ``rounds``: the debate methods' round ``samples`` tables."""
+    qs = {}
+    for path in questions:
+        qs.update({(q["dataset"], q["qid"]): q for q in read_table("questions", path).to_dicts()})
+    by_unit = defaultdict(list)
+    for path in rounds:
+        where = layout.parse(path)
+        by_unit[(where.dataset, where.method)] += read_table("samples", path).to_dicts()
+    jobs = []
+    for (dataset, name), samples in sorted(by_unit.items()):
+        jobs += [(dataset, name, 0, r) for r in replies_with_parents(registered_method(name).protocol, samples)]
+    for (dataset, name, k), tables in sorted(_lmad_tables(lmad_localizations or [], lmad_positions or []).items()):
+        jobs += [(dataset, name, k, t) for t in local_turns(None, "", {}, {}, tables["localizations"],
+                                                              tables["positions"], 0)]
+    template = load_prompt(prompt)
+    requests = [rubric_request(template, qs[(d, r["qid"])]["question"], r["parent"], r["own"], r["reply"], max_tokens)
+                for d, _, _, r in jobs]
+    backend = open_backend(model, cache_dir) if requests else None
+    replies = backend.generate(requests) if backend else []
+    rows = []
+    for (dataset, name, k, r), reply in zip(jobs, replies):
+        label, error = parse_rubric(reply.text)
+        rows.append({"dataset": dataset, "method": name, "qid": r["qid"], "iteration": k, "round": r["round"],
+                     "agent": r["agent"], "judge_model": judge_name,
+                     **{d: label[d] if label else None for d in DIMENSIONS}, "raw": reply.text,
+                     "parse_error": error, **_call(reply)})
+    write_table("process_scores", rows, scores, provenance)
+    log.info("rubric scores of %d replies (%d unscored); %s", len(rows), sum(r["rp"] is None for r in rows),
+             backend.stats() if backend else "no replies")
+
+
+def _golds(questions: list[str]) -> dict:
+    return {(r["dataset"], r["qid"]): [r["answer"], *(r["aliases"] or [])]
+            for p in questions for r in read_table("questions", p).to_dicts()}
+
+
+def _transitions(golds: dict, states: list[str]) -> dict:
+    """CPL / AME / CMP of one method over its datasets: per-dataset values, mean over datasets."""
+    groups = defaultdict(list)
+    for path in states:
+        where = layout.parse(path)
+        groups[where.dataset].append((where.round if where.round is not None else where.iteration, path))
+    per = [dynamics(correctness_by_round(golds, [p for _, p in sorted(ps)])) for _, ps in sorted(groups.items())]
+    k = max(read_table("samples", p)["agent"].n_unique() for p in states)
+
+    def mean(key):
+        vals = [float(r[key]) for r in per if r.get(key) is not None and not math.isnan(float(r[key]))]
+        return float(np.mean(vals)) if vals else math.nan
+
+    return {"k": k, "cpl": mean("cpl"), "ame": mean("ame"), "cmp": mean("cmp_1vK"), "cmp_name": cmp_name(k)}
+
+
+COLUMNS = ["backbone", "method", "base", "tone", "replies", "scored", "unscored", "rp", "rp_lo", "rp_hi", "ei",
+           "ei_lo", "ei_hi", "nc", "nc_lo", "nc_hi", "k", "cpl", "ame", "cmp", "cmp_name"]
+
+
+def _fmt(x) -> str:
+    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.2f}"
+
+
+def process_table(questions: list[str], scores: list[str], rounds: list[str], csv: str, md: str,
+                  validation: str, provenance: dict, lmad_generate: list[str] | None = None) -> None:
+    """results/paper/process.{csv,md}: per backbone x method (a toned variant is its own), the
+    rubric means with 95 % intervals and CPL / AME / CMP1v(K-1)."""
+    from ..headline import validation_line
+
+    golds = _golds(questions)
+    states = defaultdict(list)
+    for path in [*rounds, *(lmad_generate or [])]:
+        where = layout.parse(path)
+        states[(where.backbone, where.method)].append(path)
+    scored = defaultdict(list)
+    for path in scores:
+        backbone = layout.parse(path).backbone
+        for r in read_table("process_scores", path).to_dicts():
+            scored[(backbone, r["method"])].append(r)
+    rows = []
+    for cell in sorted(set(states) | set(scored)):
+        spec = registered_method(cell[1])
+        trans = _transitions(golds, states[cell]) if states.get(cell) else {
+            "k": 0, "cpl": math.nan, "ame": math.nan, "cmp": math.nan, "cmp_name": ""}
+        rows.append({"backbone": cell[0], "method": cell[1], "base": spec.base, "tone": spec.tone,
+                     **rubric_summary(scored.get(cell, [])), **trans})
+    write_csv(csv, pl.DataFrame(rows).select(COLUMNS) if rows else pl.DataFrame(schema={c: pl.Utf8 for c in COLUMNS}))
+    judge = read_table("judge_validation", validation).to_dicts()[0]
+    head = ["# Process metrics (seed 001) by method × tone", "",
+            f"> Rubric judge `{judge['judge_model']}`: no known-answer battery validates RP / EI / NC scores yet, "
+            "so they are **unvalidated** (the same model's answer-judging validation, for reference: "
+            f"{validation_line(judge)})", "",
+            "RP / EI / NC: mean rubric score (1–10) over scored debate replies (rounds t ≥ 1; LMAD: local-debate "
+            "replies), normal 95 % interval clipped to 1–10; unscored replies excluded and counted. CPL, AME (pp), "
+            "CMP1v(K−1) (%): EM-based transitions between rounds (LMAD: iterations), mean over datasets — "
+            "definitions in README \"Process metrics\".", ""]
+    header = ["Backbone", "Method", "Tone", "Replies scored / unscored", "RP", "EI", "NC", "K", "CPL", "AME (pp)",
+              "CMP"]
+    body = [[r["backbone"], r["base"], r["tone"], f"{r['scored']} / {r['unscored']}",
+             *(f"{_fmt(r[d])} [{_fmt(r[d + '_lo'])}, {_fmt(r[d + '_hi'])}]" if math.isfinite(r[d]) else "–"
+               for d in DIMENSIONS),
+             str(r["k"]), _fmt(r["cpl"]), _fmt(r["ame"]),
+             f"{r['cmp_name']} {_fmt(r['cmp'])}" if r["cmp_name"] else "–"] for r in rows]
+    write_text(md, "\n".join(head) + "\n" + (markdown(header, body) if rows else "No debating method in this run.\n"))
+    log.info("process table: %d cells", len(rows))
