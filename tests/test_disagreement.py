@@ -307,6 +307,8 @@ def test_layers_through_snakemake(workdir):
     process = (workdir / "results/paper/process.md").read_text()
     for name in ("| scripted | mad | friendly | 24 / 0 |", "| scripted | lmad | hostile |", "CMP1v2"):
         assert name in process, name
+    # no battery validates the rubric judge: its means are withheld, not shown
+    assert "| 24 / 0 | unvalidated | unvalidated | unvalidated |" in process and "RP / EI / NC are not shown" in process
     scores = read_table("process_scores", workdir / "results/scripted/disagreement/process_scores.parquet")
     assert scores.height == labels.height  # the rubric scores exactly the replies layer B labels
 

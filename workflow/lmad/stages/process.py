@@ -83,8 +83,15 @@ def _transitions(golds: dict, states: list[str]) -> dict:
     return {"k": k, "cpl": mean("cpl"), "ame": mean("ame"), "cmp": mean("cmp_1vK"), "cmp_name": cmp_name(k)}
 
 
-COLUMNS = ["backbone", "method", "base", "tone", "replies", "scored", "unscored", "rp", "rp_lo", "rp_hi", "ei",
-           "ei_lo", "ei_hi", "nc", "nc_lo", "nc_hi", "k", "cpl", "ame", "cmp", "cmp_name"]
+COLUMNS = ["backbone", "method", "base", "tone", "replies", "scored", "unscored", "rubric_status", "rp", "rp_lo",
+           "rp_hi", "ei", "ei_lo", "ei_hi", "nc", "nc_lo", "nc_hi", "k", "cpl", "ame", "cmp", "cmp_name"]
+#: No known-answer battery validates the rubric judge yet, so its means are not shown (README
+#: "Process metrics"); the scores stay in the process_scores tables.
+RUBRIC_STATUS = "unvalidated"
+
+
+def _withheld(summary: dict) -> dict:
+    return {k: (None if k.split("_")[0] in DIMENSIONS else v) for k, v in summary.items()}
 
 
 def _fmt(x) -> str:
@@ -113,13 +120,14 @@ def process_table(questions: list[str], scores: list[str], rounds: list[str], cs
         trans = _transitions(golds, states[cell]) if states.get(cell) else {
             "k": 0, "cpl": math.nan, "ame": math.nan, "cmp": math.nan, "cmp_name": ""}
         rows.append({"backbone": cell[0], "method": cell[1], "base": spec.base, "tone": spec.tone,
-                     **rubric_summary(scored.get(cell, [])), **trans})
+                     "rubric_status": RUBRIC_STATUS, **_withheld(rubric_summary(scored.get(cell, []))), **trans})
     write_csv(csv, pl.DataFrame(rows).select(COLUMNS) if rows else pl.DataFrame(schema={c: pl.Utf8 for c in COLUMNS}))
     judge = read_table("judge_validation", validation).to_dicts()[0]
     head = ["# Process metrics (seed 001) by method × tone", "",
-            f"> Rubric judge `{judge['judge_model']}`: no known-answer battery validates RP / EI / NC scores yet, "
-            "so they are **unvalidated** (the same model's answer-judging validation, for reference: "
-            f"{validation_line(judge)})", "",
+            f"> **RP / EI / NC are not shown:** no known-answer battery validates the rubric judge "
+            f"`{judge['judge_model']}` yet, so its scores are unvalidated (kept, per reply, in the "
+            "process_scores tables). The same model's answer-judging validation, for reference: "
+            f"{validation_line(judge)}", "",
             "RP / EI / NC: mean rubric score (1–10) over scored debate replies (rounds t ≥ 1; LMAD: local-debate "
             "replies), normal 95 % interval clipped to 1–10; unscored replies excluded and counted. CPL, AME (pp), "
             "CMP1v(K−1) (%): EM-based transitions between rounds (LMAD: iterations), mean over datasets — "
@@ -127,7 +135,8 @@ def process_table(questions: list[str], scores: list[str], rounds: list[str], cs
     header = ["Backbone", "Method", "Tone", "Replies scored / unscored", "RP", "EI", "NC", "K", "CPL", "AME (pp)",
               "CMP"]
     body = [[r["backbone"], r["base"], r["tone"], f"{r['scored']} / {r['unscored']}",
-             *(f"{_fmt(r[d])} [{_fmt(r[d + '_lo'])}, {_fmt(r[d + '_hi'])}]" if math.isfinite(r[d]) else "–"
+             *(r["rubric_status"] if r[d] is None else
+               f"{_fmt(r[d])} [{_fmt(r[d + '_lo'])}, {_fmt(r[d + '_hi'])}]" if math.isfinite(r[d]) else "–"
                for d in DIMENSIONS),
              str(r["k"]), _fmt(r["cpl"]), _fmt(r["ame"]),
              f"{r['cmp_name']} {_fmt(r['cmp'])}" if r["cmp_name"] else "–"] for r in rows]
