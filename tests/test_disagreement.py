@@ -30,8 +30,9 @@ PROMPTS = {p.stem: load_prompt(p) for p in (REPO / "config" / "prompts").glob("*
 PERSONAS = [0.1, 0.5, 0.9]
 AUX = {"advice": 32, "judge": 32, "moderator": 32}
 CONTEXT = [{"title": "Alpha", "sentences": ["Alpha is a city."]}, {"title": "Beta", "sentences": ["Beta is a town."]}]
-QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "question": f"Which place is meant in question {i}?",
-              "context": CONTEXT, "answer": "Alpha", "aliases": []} for i in range(2)]
+QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa",
+              "question": f"Which place is meant in question {i}?", "context": CONTEXT, "answer": "Alpha",
+              "aliases": []} for i in range(2)]
 TONE = "TONE-INSTRUCTION-XYZ"
 
 
@@ -196,7 +197,7 @@ def test_sequential_turns_see_this_rounds_earlier_speaker():
 
 
 def test_battery_is_balanced_and_the_floor_is_two_sided():
-    qs = QUESTIONS + [{"qid": "y", "dataset": "strategyqa", "question": "Is it?", "context": CONTEXT,
+    qs = QUESTIONS + [{"qid": "y", "dataset": "strategyqa", "benchmark": "strategyqa", "question": "Is it?", "context": CONTEXT,
                        "answer": "yes", "aliases": []}]
     items = build_battery(qs, 20, seed=0)
     kinds = [i.kind for i in items]

@@ -22,8 +22,8 @@ CONTEXT = [{"title": "Paris", "sentences": ["Paris is the capital of France.", "
 
 
 def question(qid="q1"):
-    return {"qid": qid, "dataset": "hotpotqa", "question": "What is the capital of France?", "context": CONTEXT,
-            "answer": "Paris", "aliases": [], "qtype": "bridge", "supporting_facts": [], "source": "t"}
+    return {"qid": qid, "dataset": "hotpotqa", "benchmark": "hotpotqa", "question": "What is the capital of France?",
+            "context": CONTEXT, "answer": "Paris", "aliases": [], "qtype": "bridge", "supporting_facts": [], "source": "t"}
 
 
 def ballot(answers, qid="q1", t=0):

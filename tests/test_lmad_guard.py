@@ -124,7 +124,8 @@ def test_policies_gate_on_different_checks():
     with pytest.raises(ValueError, match="unknown commit policy"):
         commit_guard("lenient", QUESTION, good, 3)
     assert {m: METHODS[m].policy for m in names("lmad")} == {"lmad": "strict", "lmad-concrete": "concrete",
-                                                             "lmad-always": "always"}
+                                                             "lmad-always": "always", "lmad@friendly": "strict",
+                                                             "lmad@hostile": "strict"}  # toned Strict LMAD
 
 
 DERRICKSON = "Were Scott Derrickson and Ed Wood of the same nationality?"
