@@ -82,6 +82,22 @@ def _negatives(q: dict, kinds: set[str], pool: dict[str, list[str]], rng: random
     return [Item(q["dataset"], q["qid"], k, False, c) for k, c in out]
 
 
+def per_dataset_sample(questions: Sequence[dict], per_dataset: int, seed: int, salt: str = ""):
+    """(dataset, rng, chosen) per dataset in name order: at most ``per_dataset`` of its questions
+    (sorted by qid), drawn by the dataset's own seeded generator, which is handed on for the
+    battery's other draws, so a dataset's items do not depend on which other datasets the run has.
+    ``salt`` keeps the batteries of different instruments apart."""
+    by_dataset: dict[str, list[dict]] = defaultdict(list)
+    for q in sorted(questions, key=lambda q: (q["dataset"], q["qid"])):
+        by_dataset[q["dataset"]].append(q)
+    for dataset in sorted(by_dataset):
+        rng = random.Random(f"{seed}\0{salt}{dataset}")
+        chosen = by_dataset[dataset]
+        if len(chosen) > per_dataset:
+            chosen = sorted(rng.sample(chosen, per_dataset), key=lambda q: q["qid"])
+        yield dataset, rng, chosen
+
+
 def build_battery(questions: Iterable[dict], questions_per_dataset: int, kinds: Sequence[str],
                   max_aliases: int, seed: int) -> list[Item]:
     """Seeded battery over at most ``questions_per_dataset`` questions of each dataset.
@@ -93,15 +109,8 @@ def build_battery(questions: Iterable[dict], questions_per_dataset: int, kinds: 
     pool: dict[str, list[str]] = defaultdict(list)
     for q in questions:
         pool[answer_type(q["answer"])].append(q["answer"])
-    by_dataset: dict[str, list[dict]] = defaultdict(list)
-    for q in questions:
-        by_dataset[q["dataset"]].append(q)
     wanted, items = set(kinds), []
-    for dataset in sorted(by_dataset):
-        rng = random.Random(f"{seed}\0{dataset}")
-        chosen = by_dataset[dataset]
-        if len(chosen) > questions_per_dataset:
-            chosen = sorted(rng.sample(chosen, questions_per_dataset), key=lambda q: q["qid"])
+    for _, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed):
         for q in chosen:
             seen: set[str] = set()
             for item in _positives(q, wanted, max_aliases) + _negatives(q, wanted, pool, rng):

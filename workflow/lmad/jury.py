@@ -16,12 +16,12 @@ decides for the better answer. An always-tie jury is perfectly consistent and ha
 """
 from __future__ import annotations
 
-import random
 from collections import Counter, defaultdict
 from typing import Iterable, Mapping, Sequence
 
 from .backends import ChatRequest
 from .disagreement.pushback import _rival
+from .judge_battery import per_dataset_sample
 from .prompts import Prompt, format_context
 
 CHOICES = ("1", "2", "tie")
@@ -67,14 +67,8 @@ def build_battery(questions: Iterable[dict], per_dataset: int, seed: int) -> lis
     """Known-better (``a``: the gold) vs known-worse (``b``: a rival) pairs, seeded."""
     questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
     pool = [q["answer"] for q in questions]
-    by = defaultdict(list)
-    for q in questions:
-        by[q["dataset"]].append(q)
     out = []
-    for dataset in sorted(by):
-        rng = random.Random(f"{seed}\0jury\0{dataset}")
-        chosen = by[dataset] if len(by[dataset]) <= per_dataset else sorted(
-            rng.sample(by[dataset], per_dataset), key=lambda q: q["qid"])
+    for dataset, rng, chosen in per_dataset_sample(questions, per_dataset, seed, "jury\0"):
         for q in chosen:
             rival = _rival(q, pool, rng)
             if rival is not None:

@@ -26,7 +26,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..answers import normalize_hotpot
 from ..backends import ChatRequest
-from ..judge_battery import _unrelated, answer_type, summarize
+from ..judge_battery import _unrelated, answer_type, per_dataset_sample, summarize
 from ..prompts import Prompt
 from ..protocols.debate.spec import Protocol, Turn
 from .labels import PUSHBACK_SCHEMA
@@ -112,15 +112,8 @@ def build_battery(questions: Iterable[dict], questions_per_dataset: int, seed: i
     endorsements each (a question with no rival answer gets none)."""
     questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
     pool = [q["answer"] for q in questions if answer_type(q["answer"]) != "yes_no"]
-    by_dataset = defaultdict(list)
-    for q in questions:
-        by_dataset[q["dataset"]].append(q)
     items = []
-    for dataset in sorted(by_dataset):
-        rng = random.Random(f"{seed}\0pushback\0{dataset}")
-        chosen = by_dataset[dataset]
-        if len(chosen) > questions_per_dataset:
-            chosen = sorted(rng.sample(chosen, questions_per_dataset), key=lambda q: q["qid"])
+    for dataset, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed, "pushback\0"):
         for q in chosen:
             rival = _rival(q, pool, rng)
             if rival is None:

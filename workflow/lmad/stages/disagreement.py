@@ -72,6 +72,24 @@ def _lmad_tables(localizations: list[str], positions: list[str]) -> dict[tuple, 
     return out
 
 
+def debate_replies(rounds: list[str], lmad_localizations: list[str] | None,
+                   lmad_positions: list[str] | None) -> list[tuple[str, str, int, dict]]:
+    """(dataset, method, iteration, reply) of every debate reply of rounds t >= 1 of the debate
+    methods' round ``samples`` tables and of every LMAD local-debate turn (iteration k; 0 for a
+    debate method), each reply with its ``parent``: what layer B and the rubric judge read."""
+    by_unit = defaultdict(list)
+    for path in rounds:
+        where = layout.parse(path)
+        by_unit[(where.dataset, where.method)] += read_table("samples", path).to_dicts()
+    out = []
+    for (dataset, name), samples in sorted(by_unit.items()):
+        out += [(dataset, name, 0, r) for r in replies_with_parents(registered_method(name).protocol, samples)]
+    for (dataset, name, k), tables in sorted(_lmad_tables(lmad_localizations or [], lmad_positions or []).items()):
+        out += [(dataset, name, k, t) for t in local_turns(None, "", {}, {}, tables["localizations"],
+                                                           tables["positions"], 0)]
+    return out
+
+
 def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_name: str, cache_dir: str,
              max_tokens: int, provenance: dict, lmad_localizations: list[str] | None = None,
              lmad_positions: list[str] | None = None) -> None:
@@ -79,19 +97,9 @@ def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_nam
     included) and of LMAD's local debates, every dataset of one backbone, in ONE batch.
     ``rounds``: the debate methods' round ``samples`` tables; ``lmad_*``: every LMAD iteration's
     localization and debate tables (any order; each path names its dataset, method, round)."""
-    by_unit = defaultdict(list)
-    for path in rounds:
-        where = layout.parse(path)
-        by_unit[(where.dataset, where.method)] += read_table("samples", path).to_dicts()
-    jobs = []
-    for (dataset, name), samples in sorted(by_unit.items()):
-        for r in replies_with_parents(registered_method(name).protocol, samples):
-            jobs.append({"dataset": dataset, "method": name, "iteration": 0,
-                         **{key: r[key] for key in ("qid", "round", "agent", "parent", "reply")}})
-    for (dataset, name, k), tables in sorted(_lmad_tables(lmad_localizations or [], lmad_positions or []).items()):
-        for turn in local_turns(None, "", {}, {}, tables["localizations"], tables["positions"], 0):
-            jobs.append({"dataset": dataset, "method": name, "iteration": k,
-                         **{key: turn[key] for key in ("qid", "round", "agent", "parent", "reply")}})
+    jobs = [{"dataset": dataset, "method": name, "iteration": k,
+             **{key: r[key] for key in ("qid", "round", "agent", "parent", "reply")}}
+            for dataset, name, k, r in debate_replies(rounds, lmad_localizations, lmad_positions)]
     template = load_prompt(prompt)
     backend = open_backend(model, cache_dir) if jobs else None
     replies = backend.generate([pushback_request(template, j["parent"], j["reply"], max_tokens) for j in jobs]) \
@@ -99,8 +107,9 @@ def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_nam
     rows = [j | {"judge_model": judge_name, **_judged(reply)} for j, reply in zip(jobs, replies)]
     write_table("pushback_labels", rows, labels, provenance)
     unparsed = sum(not r["stance"] for r in rows)
-    log.info("labelled %d debate replies of %d (dataset, method) units (%d unparsable); %s", len(rows),
-             len(by_unit), unparsed, backend.stats() if backend else "no replies")
+    log.info("labelled %d debate replies of %d (dataset, method, iteration) units (%d unparsable); %s", len(rows),
+             len({(j["dataset"], j["method"], j["iteration"]) for j in jobs}), unparsed,
+             backend.stats() if backend else "no replies")
 
 
 def lmad_self_report(questions: list[str], localizations: list[str], positions: list[str], prompt: str,

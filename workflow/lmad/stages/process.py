@@ -13,15 +13,13 @@ import polars as pl
 from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
-from ..disagreement.local import local_turns
-from ..disagreement.pushback import replies_with_parents
 from ..display import markdown
 from ..paper.dynamics import correctness_by_round, dynamics
 from ..process import DIMENSIONS, cmp_name, parse_rubric, rubric_request, rubric_summary
 from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
-from .disagreement import _lmad_tables
+from .disagreement import debate_replies
 from .judge import _call
 
 log = logging.getLogger(__name__)
@@ -35,16 +33,7 @@ def process_scores(questions: list[str], rounds: list[str], prompt: str, scores:
     qs = {}
     for path in questions:
         qs.update({(q["dataset"], q["qid"]): q for q in read_table("questions", path).to_dicts()})
-    by_unit = defaultdict(list)
-    for path in rounds:
-        where = layout.parse(path)
-        by_unit[(where.dataset, where.method)] += read_table("samples", path).to_dicts()
-    jobs = []
-    for (dataset, name), samples in sorted(by_unit.items()):
-        jobs += [(dataset, name, 0, r) for r in replies_with_parents(registered_method(name).protocol, samples)]
-    for (dataset, name, k), tables in sorted(_lmad_tables(lmad_localizations or [], lmad_positions or []).items()):
-        jobs += [(dataset, name, k, t) for t in local_turns(None, "", {}, {}, tables["localizations"],
-                                                              tables["positions"], 0)]
+    jobs = debate_replies(rounds, lmad_localizations, lmad_positions)
     template = load_prompt(prompt)
     requests = [rubric_request(template, qs[(d, r["qid"])]["question"], r["parent"], r["own"], r["reply"], max_tokens)
                 for d, _, _, r in jobs]
