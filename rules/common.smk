@@ -159,18 +159,20 @@ def model_params():
     return {"model": lambda w: model_spec(w.backbone), "cache_dir": config["cache_dir"]}
 
 
-def model_resources(name=None):
-    """A model rule's resources (lmad.job_resources): the sizing of a fixed model; for
-    a rule over {backbone}, one function per resource any configured backbone sets (a
-    backbone that does not set it gets None, i.e. the resource is left unset)."""
+def model_resources(name=None, wildcard="backbone", models=None):
+    """A model rule's resources (lmad.job_resources): the sizing of a fixed model; for a
+    rule whose ``wildcard`` names the model (default {backbone}, over the backbones; rule
+    jury: {juror}, over the jurors), one function per resource any of ``models`` sets (a
+    model that does not set it gets None, i.e. the resource is left unset)."""
     if name is not None:
         return model_sizing(config["models"], name)
-    keys = sorted(set().union(*(model_sizing(config["models"], b) for b in BACKBONES)))
-    return {key: _backbone_resource(key) for key in keys}
+    models = BACKBONES if models is None else models
+    keys = sorted(set().union(*(model_sizing(config["models"], m) for m in models)))
+    return {key: _wildcard_resource(key, wildcard) for key in keys}
 
 
-def _backbone_resource(key):
-    return lambda wildcards: model_sizing(config["models"], wildcards.backbone).get(key)
+def _wildcard_resource(key, wildcard):
+    return lambda wildcards: model_sizing(config["models"], getattr(wildcards, wildcard)).get(key)
 
 
 def dataset_spec(name):

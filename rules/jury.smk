@@ -32,7 +32,7 @@ rule jury:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.juror)
     resources:
-        **model_resources(JURORS[0]),
+        **model_resources(wildcard="juror", models=JURORS),
     script:
         "../workflow/scripts/jury.py"
 
