@@ -517,7 +517,8 @@ def persistence_params():
 
 
 def disagreement_outputs():
-    return [layout.paper(f"disagreement.{ext}") for ext in ("csv", "md")] if disagreement_on() else []
+    out = [layout.paper(f"disagreement.{ext}") for ext in ("csv", "md")] if disagreement_on() else []
+    return out + ([layout.paper(f"probe.{ext}") for ext in ("csv", "md", "png")] if DISAGREEMENT["probe"] else [])
 
 
 def pushback_validation_file(name):

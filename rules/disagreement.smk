@@ -7,6 +7,7 @@
 
 localrules:
     disagreement_table,
+    probe_table,
 
 
 rule pushback_validation:
@@ -105,3 +106,43 @@ rule lmad_self_report:
         **model_resources(),
     script:
         "../workflow/scripts/lmad_self_report.py"
+
+
+# Layer D: each backbone's next-token stance on its own round-0 answers (the shared proposals),
+# argument vs length-matched filler, one batch per backbone (lmad.stages.probe).
+rule probe:
+    input:
+        questions=question_tables,
+        proposals=proposal_tables,
+        weights=lambda w: model_files(w.backbone),
+    output:
+        reads=layout.disagreement("{backbone}", "probe.parquet"),
+    log:
+        "logs/{backbone}/disagreement/probe.log",
+    params:
+        **model_params(),
+        min_mass=config["disagreement"]["probe_min_mass"],
+    conda:
+        "../envs/pipeline.yaml"
+    threads: lambda w: model_threads(w.backbone)
+    resources:
+        **model_resources(),
+    script:
+        "../workflow/scripts/probe.py"
+
+
+rule probe_table:
+    input:
+        reads=[layout.disagreement(b, "probe.parquet") for b in BACKBONES],
+    output:
+        csv=layout.paper("probe.csv"),
+        md=layout.paper("probe.md"),
+        png=layout.paper("probe.png"),
+    log:
+        "logs/paper/probe.log",
+    params:
+        min_mass=config["disagreement"]["probe_min_mass"],
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/probe_table.py"

@@ -4,6 +4,7 @@ first revision round at the three tones with layer A, then layer B's judge
 on every reply and on its authored battery. What is checked is the instruments' contract on
 real, messy output (every constrained reply parses unless cut by its budget; every fallback is
 recorded), not the model's quality."""
+import math
 import time
 
 import polars as pl
@@ -12,6 +13,8 @@ import pytest
 from conftest import REPO
 from lmad.backends.transformers_backend import TransformersBackend
 from lmad.disagreement.labels import SELF_REPORT_STEP, parse_pushback
+from lmad.disagreement.probe import LETTERS, read
+from lmad.disagreement.probe import cells as probe_cells
 from lmad.disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate
 from lmad.prompts import load_prompt
 from lmad.protocols.debate import run_round
@@ -69,4 +72,12 @@ def test_layers_on_the_real_model(smollm2_dir, tmp_path):
     verdict = validate(rows, 0.8)
     assert verdict["n_rebuttals"] == verdict["n_endorsements"] == 4
     assert isinstance(verdict["passed"], bool) and verdict["reason"]
+    # layer D: the model's own next-token reads over the seven letters, argument vs filler
+    cells = [c for q in qs for c in probe_cells(q, [r for r in r0_samples if r["qid"] == q["qid"]])]
+    assert len(cells) == 4  # two agents answering differently: each is the other's opponent
+    got = backend.next_token_logprobs([r for c in cells for r in c["requests"]], LETTERS)
+    assert len(got) == 12 and all(len(lp) == 7 and all(x <= 0 and math.isfinite(x) for x in lp) for lp in got)
+    reads = [read(lp, 0.5) for lp in got]
+    assert all(0 < r["mass"] <= 1 + 1e-6 for r in reads)
+    print("layer D letter mass per read:", [round(r["mass"], 3) for r in reads])
     print(pl.DataFrame(rows), verdict, f"total {time.perf_counter() - start:.1f} s")

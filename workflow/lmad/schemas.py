@@ -235,6 +235,14 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
     ]), ["kind", "dataset", "qid", "order"]),
     # layer A on LMAD's local debate: one turn's self-report, asked after the turn in its own conversation
     # (parsed = {"agreement", "changed_mind"} JSON or "", parse_error = why the strict parse failed)
+    # layer D (lmad.disagreement.probe): one read of one probe cell (a debater's round-0 answer vs the first
+    # peer answering otherwise) in one condition (prior | treat | control): the seven letters' log-probabilities
+    # (null when not measured: ``error`` says why), their mass, the renormalized distribution, E and |E - 4|
+    "probe_reads": (pa.schema([
+        ("dataset", _str), ("qid", _str), ("agent", _int), ("opponent", _int), ("proposition", _str),
+        ("argument_words", _int), ("condition", _str), ("logprobs", pa.list_(_f64)), ("mass", _f64),
+        ("dist", pa.list_(_f64)), ("expected", _f64), ("margin", _f64), ("degenerate", _bool), ("error", _str),
+    ]), ["dataset", "qid", "agent", "condition"]),
     "lmad_self_reports": (pa.schema([
         ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
         ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str), ("parse_error", _str), *_CALL,

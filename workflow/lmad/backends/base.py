@@ -117,5 +117,11 @@ class Backend(ABC):
             on_done(i, c)
         return results
 
+    def next_token_logprobs(self, requests: Sequence[ChatRequest], options: Sequence[str]) -> list[list[float]]:
+        """Per request, the log-probability of each option's first token as the reply's first
+        token (chat template applied, nothing sampled): layer D's stance probe. A backend that
+        cannot read its own next-token distribution raises NotImplementedError."""
+        raise NotImplementedError(f"the {type(self).__name__} exposes no next-token log-probabilities")
+
     def close(self) -> None:  # pragma: no cover - overridden where resources exist
         pass

@@ -193,6 +193,7 @@ class CachedBackend(Backend):
         self.chunk_size = chunk_size
         self.hits = 0
         self.misses = 0
+        self.probes = 0  # next-token log-probability reads (layer D), never stored
         self.sanitized = 0
         self.context_window = context_window  # config max_model_len; else the backend's own
         self.shortened = 0  # requests sent with distractor paragraphs dropped
@@ -285,13 +286,19 @@ class CachedBackend(Backend):
                                    f"expected {self.model_id!r}")
         return self._inner
 
+    def next_token_logprobs(self, requests: Sequence[ChatRequest], options: Sequence[str]) -> list[list[float]]:
+        """Not stored: one forward pass per request, deterministic, no sampling."""
+        self.probes += len(requests)
+        return self.inner.next_token_logprobs(requests, options)
+
     @property
     def loaded(self) -> bool:
         return self._inner is not None
 
     def stats(self) -> str:
         line = f"cache hits={self.hits} misses={self.misses} model_loaded={self.loaded}"
-        extra = {"invalid_entries": self.store.invalid, "sanitized": self.sanitized, "shortened": self.shortened,
+        extra = {"probes": self.probes, "invalid_entries": self.store.invalid, "sanitized": self.sanitized,
+                 "shortened": self.shortened,
                  "context_overflow": self.overflow}
         return line + "".join(f" {k}={v}" for k, v in extra.items() if v)
 

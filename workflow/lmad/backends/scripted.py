@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import math
 import re
 from typing import Callable, Sequence
 
@@ -117,6 +118,22 @@ class ScriptedBackend(Backend):
             words = len(text.split())
             out.append(Completion(text=text, prompt_tokens=self.prompt_tokens(req),
                                   completion_tokens=min(words, req.max_tokens), finish_reason="stop"))
+        return out
+
+    def next_token_logprobs(self, requests: Sequence[ChatRequest], options: Sequence[str]) -> list[list[float]]:
+        """A fixed distribution per prompt (hash-picked weights over the options, holding 50-99 %
+        of the mass), or ``responder``'s when it has a ``logprobs(request, options)`` attribute."""
+        out = []
+        for req in requests:
+            self.calls.append(req)
+            custom = getattr(self.responder, "logprobs", None)
+            if custom is not None:
+                out.append(list(custom(req, options)))
+                continue
+            pick = _digest("\n".join(c for _, c in req.messages), "logprobs")
+            weights = [1 + (pick >> (4 * k)) % 16 for k in range(len(options))]
+            mass = 0.5 + (pick % 50) / 100
+            out.append([math.log(mass * w / sum(weights)) for w in weights])
         return out
 
     def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:

@@ -107,6 +107,22 @@ class TransformersBackend(Backend):
                 on_done(i, c)  # each decode batch is stored before the next one starts
         return out  # type: ignore[return-value]
 
+    def next_token_logprobs(self, requests: Sequence[ChatRequest], options: Sequence[str]) -> list[list[float]]:
+        torch = self.torch
+        option_ids = [self.tok.encode(o, add_special_tokens=False)[0] for o in options]
+        out: list[list[float]] = []
+        for start in range(0, len(requests), self.batch_size):
+            ids = [self._prompt_ids(r) for r in requests[start : start + self.batch_size]]
+            width = max(map(len, ids))
+            input_ids = torch.tensor([[self.pad] * (width - len(x)) + x for x in ids])
+            mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids])
+            with torch.inference_mode():
+                logits = self.model(input_ids=input_ids, attention_mask=mask,
+                                    position_ids=(mask.cumsum(-1) - 1).clamp(min=0), logits_to_keep=1).logits
+            logprobs = torch.log_softmax(logits[:, -1, : self.vocab].float(), dim=-1)
+            out += logprobs[:, option_ids].tolist()
+        return out
+
     def _decode(self, reqs: list[ChatRequest], ids: list[list[int]]) -> list[Completion]:
         torch = self.torch
         rows = [_Row(r, len(x), self._matcher(r.constraint), torch) for r, x in zip(reqs, ids)]
