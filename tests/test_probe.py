@@ -4,6 +4,7 @@ a backend without log-probabilities reported as not measured, and the rules end 
 the test double."""
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,3 +94,12 @@ def test_probe_rules_through_snakemake(workdir):
     cells_n = reads.height // 3
     assert f"| scripted | {cells_n} / {cells_n} | 0 |" in md  # the double's reads hold 50-99 % of the mass
     assert (workdir / "results/paper/probe.png").stat().st_size
+
+
+def test_a_probe_on_a_backbone_without_logprobs_fails_before_any_job(tmp_path):
+    from lmad.config_checks import check_config
+
+    config = make_config(tmp_path, n=1, disagreement={"probe": True})
+    config["models"]["scripted"] = {"backend": "openai", "model": "m", "base_url": "http://localhost:1/v1"}
+    with pytest.raises(ValueError, match=r"config disagreement.probe: backbone scripted \(openai\)"):
+        check_config(config, allow_test_double=True)

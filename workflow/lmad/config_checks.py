@@ -30,6 +30,13 @@ def check_config(config: dict, allow_test_double: bool) -> None:
     for name in jury.get("judges") or []:
         if name not in config["models"]:
             raise ValueError(f"config jury.judges: model {name!r} is not defined under 'models'")
+    if (config.get("disagreement") or {}).get("probe"):
+        from .disagreement.probe import PROBE_BACKENDS
+
+        for name in config["backbones"]:
+            if config["models"][name]["backend"] not in PROBE_BACKENDS:
+                raise ValueError(f"config disagreement.probe: backbone {name} ({config['models'][name]['backend']}) "
+                                 f"exposes no next-token log-probabilities; layer D needs {' or '.join(PROBE_BACKENDS)}")
     for name in config["methods"]:
         if method(name).family == "debate":
             setting_of(name, config)  # a bad per-method setting fails here, naming the key

@@ -20,12 +20,12 @@ the start" (TrueMAD's CMP1v3 is K = 4).
 """
 from __future__ import annotations
 
-import math
 from typing import Mapping, Sequence
 
 from .backends import ChatRequest
 from .model_json import load_model_json
 from .prompts import Prompt
+from .stats import mean_interval
 
 DIMENSIONS = ("rp", "ei", "nc")
 SCORES = tuple(range(1, 11))
@@ -61,15 +61,10 @@ def parse_rubric(text) -> tuple[dict | None, str]:
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
     """Mean and normal-approximation 95 % interval, clipped to the 1-10 scale (the point itself
     when n = 1 or every score is equal); NaN for no value."""
-    n = len(values)
-    if not n:
-        return math.nan, math.nan, math.nan
-    m = sum(values) / n
-    if n == 1:
+    m, lo, hi = mean_interval(values)
+    if len(values) == 1:
         return m, m, m
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
-    half = 1.959964 * sd / math.sqrt(n)
-    return m, max(1.0, m - half), min(10.0, m + half)
+    return m, max(1.0, lo), min(10.0, hi)
 
 
 def cmp_name(k: int) -> str:

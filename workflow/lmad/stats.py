@@ -10,7 +10,7 @@ rounding for display happens in the reporting code.
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +27,19 @@ def macro_average(values: Mapping[str, float]) -> float:
     if not values:
         raise ValueError("macro_average of no datasets")
     return math.fsum(float(v) for v in values.values()) / len(values)
+
+
+def mean_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean and its normal-approximation 95 % interval; NaN where undefined (no value; one value
+    has no spread to estimate)."""
+    n = len(values)
+    if not n:
+        return math.nan, math.nan, math.nan
+    m = math.fsum(values) / n
+    if n == 1:
+        return m, math.nan, math.nan
+    half = 1.959964 * math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1)) / math.sqrt(n)
+    return m, m - half, m + half
 
 
 def wilson_interval(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:

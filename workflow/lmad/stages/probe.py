@@ -14,7 +14,7 @@ from ..disagreement.probe import CONDITIONS, LETTERS, cells, paired, read
 from ..display import markdown
 from ..paper import label
 from ..schemas import read_table, write_table
-from ..stats import wilson_interval
+from ..stats import mean_interval, wilson_interval
 
 log = logging.getLogger(__name__)
 
@@ -57,17 +57,6 @@ def probe(questions: list[str], proposals: list[str], reads: str, model: dict, c
              backend.stats() if backend else "no cell")
 
 
-def _mean_ci(values: list[float]) -> tuple[float, float, float]:
-    if not values:
-        return math.nan, math.nan, math.nan
-    m = sum(values) / len(values)
-    if len(values) < 2:
-        return m, math.nan, math.nan
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
-    half = 1.96 * sd / math.sqrt(len(values))
-    return m, m - half, m + half
-
-
 COLUMNS = ["backbone", "cells", "reads", "degenerate", "valid_cells", "error", "prior", "treat", "control", "shift",
            "shift_lo", "shift_hi", "toward_opponent", "toward_lo", "toward_hi", "margin_loss", "margin_lo",
            "margin_hi", "weakened", "weakened_lo", "weakened_hi"]
@@ -86,9 +75,9 @@ def probe_rows(reads: list[str]) -> list[dict]:
                "error": next((r["error"] for r in table if r["error"]), "")}
         for name, vals in (("prior", [p["prior"] for p in pairs]), ("treat", [p["treat"] for p in pairs]),
                            ("control", [p["control"] for p in pairs])):
-            row[name] = _mean_ci(vals)[0]
-        row["shift"], row["shift_lo"], row["shift_hi"] = _mean_ci(shifts)
-        row["margin_loss"], row["margin_lo"], row["margin_hi"] = _mean_ci(losses)
+            row[name] = mean_interval(vals)[0]
+        row["shift"], row["shift_lo"], row["shift_hi"] = mean_interval(shifts)
+        row["margin_loss"], row["margin_lo"], row["margin_hi"] = mean_interval(losses)
         toward, weakened = sum(s > 0 for s in shifts), sum(m > 0 for m in losses)
         row["toward_opponent"] = 100 * toward / n if n else math.nan
         row["toward_lo"], row["toward_hi"] = (100 * x for x in wilson_interval(toward, n)) if n else (math.nan,) * 2
