@@ -59,6 +59,12 @@ class Headline:
         return "judge_acc" if self.metric == "judge" else self.metric
 
     @property
+    def judge_shown(self) -> bool:
+        """Whether judge accuracy may appear beside the headline: the judge passed validation,
+        or the config names it as the metric (then under the warning)."""
+        return self.judge_passed or self.metric == "judge"
+
+    @property
     def axis(self) -> str:
         return f"{self.short} (%)"
 

@@ -108,10 +108,12 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
                       for d in deltas]),
             "\nEvery metric (%, macro-average over datasets). Judge accuracy counts an unscored reply as "
             "incorrect; κ = Cohen's kappa between judge verdicts and EM on the same predictions (mean over "
-            f"datasets). EM/F1 by each benchmark's official rules. The judge "
-            f"{'passed' if head.judge_passed else 'FAILED'} validation.\n",
+            "datasets). EM/F1 by each benchmark's official rules. The judge "
+            + ("passed validation.\n" if head.judge_passed else "FAILED validation." + (
+                " (shown: config analysis.metric asks for it)\n" if head.metric == "judge" else
+                " Its accuracy is withheld; κ shows how it disagrees with EM.\n")),
             markdown(["Method", "Judge acc.", "Unscored", "κ (judge, EM)", "EM", "F1"],
-                     [[m, pct(_macro_of(summary, m, "judge_acc", datasets)),
+                     [[m, pct(_macro_of(summary, m, "judge_acc", datasets)) if head.judge_shown else "FAILED",
                        f"{unscored[m]['n_unscored']}/{unscored[m]['n']}" if m in unscored else "–",
                        fmt(_macro_of(summary, m, "judge_em_kappa", datasets)),
                        pct(_macro_of(summary, m, "em", datasets)), pct(_macro_of(summary, m, "f1", datasets))]

@@ -339,13 +339,17 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
     head = read_headline(validation, metric)
     methods = [m for m in methods if m != "cot"]
     frame = headroom_frame(questions, proposals, judgments, methods, list(rounds0))
+    if not head.judge_shown and not frame.is_empty():  # a judge that failed validation is not shown
+        frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("judge_acc"))
     _write_csv(csv, frame.to_dicts())
     if frame.is_empty():
         _write(md, "No method besides CoT: no headroom to account.\n")
         return
     avg = frame.filter(pl.col("dataset") == AVG)
     cols = ["vote_acc", "hit_rate", "headroom", "recovered", "new_correct", "damage", "final_em", "gain", "judge_acc"]
-    rows = [[r["backbone"], label(r["method"]), *[fmt(r[c], signed=c == "gain") for c in cols]]
+    rows = [[r["backbone"], label(r["method"]),
+             *["FAILED" if c == "judge_acc" and not head.judge_shown else fmt(r[c], signed=c == "gain")
+               for c in cols]]
             for b in backbones for m in methods for r in avg.filter((pl.col("backbone") == b) &
                                                                       (pl.col("method") == m)).to_dicts()]
     header = ["Backbone", "Method", "Round-0 vote", "Proposal hit", "Headroom", "Recovered", "New-correct",
@@ -354,8 +358,11 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
            + "\n% of questions, macro-averaged over datasets. Correctness = normalized "
            "EM against answer + aliases for each method's own round-0 answers (debate methods: their round 0; "
            "others: the shared proposals), their vote and the final answer; gain = final − vote = recovered + "
-           "new-correct − damage (asserted). Judge accuracy of the final answer beside it (unscored = incorrect; "
-           f"the judge {'passed' if head.judge_passed else 'FAILED'} validation).\n")
+           "new-correct − damage (asserted). "
+           + ("Judge accuracy of the final answer beside it (unscored = incorrect; the judge passed validation).\n"
+              if head.judge_passed else "Judge accuracy of the final answer beside it, though the judge FAILED "
+              "validation (config analysis.metric asks for it).\n" if head.judge_shown else
+              "Judge accuracy is withheld: the judge FAILED validation.\n"))
 
 
 # ---- debate dynamics ----
@@ -414,13 +421,13 @@ def figures(judgments: list[str], validation: str, predictions: list[str], quest
         raise ValueError(f"rule paper_figures: unknown outputs {sorted(unknown)}")
     head = read_headline(validation, metric)
     judged = load_judgments(judgments)
+    scored = with_score(judged, head.metric)
     for f in wanted:
         png, pdf = out[f"{f}_png"], out[f"{f}_pdf"]
         if f == "accuracy":
-            draw.accuracy(with_score(judged, head.metric), png, pdf, backbones, datasets, methods, head)
+            draw.accuracy(scored, png, pdf, backbones, datasets, methods, head)
         elif f == "pareto":
-            draw.pareto(with_score(judged, head.metric), load("predictions", predictions), png, pdf, backbones,
-                        datasets, methods, head)
+            draw.pareto(scored, load("predictions", predictions), png, pdf, backbones, datasets, methods, head)
         elif f == "rounds":
             draw.rounds(_golds(questions), rounds, png, pdf, backbones)
         else:
