@@ -154,6 +154,11 @@ def model_threads(name):
     return config["models"][name].get("threads", 1)
 
 
+def judge_params():
+    """The params of a stage run by the run's judge model (validation, layer B, the rubric)."""
+    return {"model": model_spec(JUDGE), "judge_name": JUDGE, "cache_dir": config["cache_dir"]}
+
+
 def model_params():
     """The params every backbone model stage passes its stage function."""
     return {"model": lambda w: model_spec(w.backbone), "cache_dir": config["cache_dir"]}

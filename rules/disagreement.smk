@@ -22,9 +22,7 @@ rule pushback_validation:
     log:
         f"logs/judge_validation/{config['judge']['model']}.pushback.log",
     params:
-        model=model_spec(config["judge"]["model"]),
-        judge_name=config["judge"]["model"],
-        cache_dir=config["cache_dir"],
+        **judge_params(),
         max_tokens=config["disagreement"]["pushback_max_tokens"],
         questions_per_dataset=config["disagreement"]["battery_questions"],
         min_recall=config["disagreement"]["min_recall"],
@@ -49,9 +47,7 @@ rule pushback:
     log:
         "logs/{backbone}/disagreement/pushback.log",
     params:
-        model=model_spec(config["judge"]["model"]),
-        judge_name=config["judge"]["model"],
-        cache_dir=config["cache_dir"],
+        **judge_params(),
         max_tokens=config["disagreement"]["pushback_max_tokens"],
     conda:
         "../envs/pipeline.yaml"

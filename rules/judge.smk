@@ -41,9 +41,7 @@ rule judge_validation:
     log:
         f"logs/judge_validation/{config['judge']['model']}.log",
     params:
-        model=model_spec(config["judge"]["model"]),
-        judge_name=config["judge"]["model"],
-        cache_dir=config["cache_dir"],
+        **judge_params(),
         max_tokens=config["judge"]["max_tokens"],
         seed=config["seed"],
         **config["judge"]["validation"],

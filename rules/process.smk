@@ -20,9 +20,7 @@ rule process_scores:
     log:
         "logs/{backbone}/process/scores.log",
     params:
-        model=model_spec(config["judge"]["model"]),
-        judge_name=config["judge"]["model"],
-        cache_dir=config["cache_dir"],
+        **judge_params(),
         max_tokens=config["process"]["max_tokens"],
     conda:
         "../envs/pipeline.yaml"
