@@ -58,10 +58,14 @@ def synthesize(dataset: str, n: int, out: Path) -> None:
             f.write(json.dumps(row) + "\n")
 
 
-def make_workdir(work: Path, n: int, lmad_iterations: int, debate_rounds: int, bootstrap: int) -> None:
+def make_workdir(work: Path, n: int, lmad_iterations: int, debate_rounds: int, bootstrap: int,
+                 all_methods: bool = False) -> None:
     sys.path.insert(0, str(REPO / "workflow"))
     from lmad.registry import METHODS
 
+    # the 14: every method at the neutral tone, less the matched-budget SC baseline
+    # (toned variants and sc-matched came later; --all-methods runs them too)
+    methods = [m.name for m in METHODS.values() if all_methods or m.tone == "neutral" and m.name != "sc-matched"]
     (work / "data").mkdir(parents=True)
     shutil.copytree(REPO / "config" / "prompts", work / "prompts")
     for d in DATASETS:
@@ -73,7 +77,7 @@ def make_workdir(work: Path, n: int, lmad_iterations: int, debate_rounds: int, b
         "models": {"scripted": {"backend": "scripted", "model": "scripted"}},
         "backbones": ["scripted"],
         "judge": {"model": "scripted", "max_tokens": 4},
-        "methods": list(METHODS),
+        "methods": methods,
         "agents": {"temperatures": [0.1, 0.5, 0.9]},
         "solver": {"max_tokens": 64},
         "prompts": {p.stem: str(p) for p in sorted((work / "prompts").glob("*.txt"))},
@@ -110,7 +114,7 @@ def calls_of(work: Path) -> int:
 
 def measure(root: Path, n: int, args) -> dict:
     work = root / f"n{n}"
-    make_workdir(work, n, args.lmad_iterations, args.debate_rounds, args.bootstrap)
+    make_workdir(work, n, args.lmad_iterations, args.debate_rounds, args.bootstrap, args.all_methods)
     run = snakemake(work, args.cores)
     calls = calls_of(work)
     out = {"n_per_dataset": n, "lmad_iterations": args.lmad_iterations, "debate_rounds": args.debate_rounds,
@@ -144,6 +148,8 @@ def main() -> None:
     ap.add_argument("--lmad-iterations", type=int, default=2, help="LMAD iterations L (the paper's setting: 10)")
     ap.add_argument("--debate-rounds", type=int, default=2)
     ap.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples of analysis and paper")
+    ap.add_argument("--all-methods", action="store_true",
+                    help="every registry method (toned variants, sc-matched), not the 14 neutral ones")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--judge-edit", action="store_true", help="also time a rerun after a judge-prompt edit")
     ap.add_argument("--keep", help="keep the working directories under this folder")

@@ -3,152 +3,133 @@
 Stages write through ``write_table`` (cast to the schema, sort by key, provenance in
 the file metadata, atomic rename) and read through ``read_table`` (schema checked), so
 a table that does not match its declaration fails at the stage boundary, by name.
+
+Schemas are polars types and the I/O is polars' own Parquet reader and writer: a job
+never imports pyarrow (0.17 s CPU of a job's ~0.4 s floor; issue 14), and the files are
+the same Arrow-typed Parquet any reader opens.
 """
 from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any, Iterable
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from . import __version__
 from .atomic import replacing
 
+_str, _int, _f64, _bool = pl.String, pl.Int64, pl.Float64, pl.Boolean
+_strs = pl.List(_str)
 
 
-class _NoPandas:
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas":
-            raise ModuleNotFoundError("pandas: skipped by pyarrow's probe (lmad.schemas)", name="pandas")
+def _struct(fields: list[tuple[str, pl.DataType]]) -> pl.Struct:
+    return pl.Struct(dict(fields))
 
-
-def _skip_pyarrow_pandas_probe() -> None:
-    """pyarrow's first conversion of a Python list asks whether pandas is installed by
-    importing it: 0.17 s CPU at the start of every job, and no stage uses pandas. Let that
-    one probe find no pandas. pyarrow then takes lists as lists, and still imports pandas
-    the moment it is asked for pandas (``to_pandas``, ``from_pandas``)."""
-    if "pandas" in sys.modules:
-        return
-    finder = _NoPandas()
-    sys.meta_path.insert(0, finder)
-    try:
-        pa.array([None])
-    finally:
-        sys.meta_path.remove(finder)
-
-
-_skip_pyarrow_pandas_probe()
-
-_str, _int, _f64, _bool = pa.string(), pa.int64(), pa.float64(), pa.bool_()
-_strs = pa.list_(_str)
 
 # Columns every model-call row carries, for cost accounting.
 _CALL = [("prompt_tokens", _int), ("completion_tokens", _int), ("finish_reason", _str), ("cached", _bool)]
 
-TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
+TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
     # one benchmark question in canonical form (rule prepare_data)
-    "questions": (pa.schema([
+    "questions": (pl.Schema([
         # dataset: the config's name for it; benchmark: its type, which decides scoring
         ("qid", _str), ("dataset", _str), ("benchmark", _str), ("question", _str),
-        ("context", pa.list_(pa.struct([("title", _str), ("sentences", _strs)]))),
+        ("context", pl.List(_struct([("title", _str), ("sentences", _strs)]))),
         ("answer", _str), ("aliases", _strs), ("qtype", _str),
         # paragraph: index of the supporting paragraph in context (titles repeat in MuSiQue)
-        ("supporting_facts", pa.list_(pa.struct([("title", _str), ("sent_id", _int), ("paragraph", _int)]))),
+        ("supporting_facts", pl.List(_struct([("title", _str), ("sent_id", _int), ("paragraph", _int)]))),
         ("source", _str),
     ]), ["qid"]),
     # one solver call: an agent's free-form rationale and extracted answer
-    "samples": (pa.schema([
+    "samples": (pl.Schema([
         ("qid", _str), ("stage", _str), ("round", _int), ("agent", _int), ("temperature", _f64), ("seed", _int),
         ("response", _str), ("answer", _str), ("answer_norm", _str), ("answer_method", _str), *_CALL,
     ]), ["qid", "stage", "round", "agent"]),
     # one method's final answer for one question, with its whole cost
-    "predictions": (pa.schema([
+    "predictions": (pl.Schema([
         ("qid", _str), ("dataset", _str), ("method", _str), ("prediction", _str), ("prediction_norm", _str),
         ("stop_reason", _str), ("stop_round", _int),
         ("calls", _int), ("prompt_tokens", _int), ("completion_tokens", _int),
     ]), ["method", "qid"]),
     # judge decision + official EM/F1 for one prediction; judge_correct is null when unscored
-    "judgments": (pa.schema([
+    "judgments": (pl.Schema([
         ("qid", _str), ("dataset", _str), ("method", _str), ("prediction", _str), ("gold", _str), ("aliases", _strs),
         ("judge_model", _str), ("judge_verdict", _str), ("judge_correct", _f64), ("judge_raw", _str),
         ("em", _f64), ("f1", _f64), *_CALL,
     ]), ["method", "qid"]),
     # one known-answer battery item judged by the run's judge (rule judge_validation): expected = a
     # correct judge says "correct"; kind = how the candidate was made (lmad.judge_battery)
-    "judge_battery": (pa.schema([
+    "judge_battery": (pl.Schema([
         ("dataset", _str), ("qid", _str), ("item", _int), ("kind", _str), ("expected", _bool), ("candidate", _str),
         ("gold", _str), ("judge_model", _str), ("judge_verdict", _str), ("judge_raw", _str), *_CALL,
     ]), ["dataset", "qid", "item"]),
     # the judge's validation result: recall on each side, the two-sided floor, pass/fail and why
-    "judge_validation": (pa.schema([
+    "judge_validation": (pl.Schema([
         ("judge_model", _str), ("n_correct_items", _int), ("n_incorrect_items", _int), ("tpr", _f64), ("tnr", _f64),
         ("balanced_acc", _f64), ("n_unscored", _int), ("unscored_rate", _f64), ("min_recall", _f64),
         ("passed", _bool), ("reason", _str),
     ]), ["judge_model"]),
     # per-backbone accuracy summary (rule analyze); judge_acc counts unscored replies as incorrect,
     # judge_em_kappa = Cohen's κ between judge verdicts and EM on the cell's predictions
-    "accuracy": (pa.schema([
+    "accuracy": (pl.Schema([
         ("backbone", _str), ("dataset", _str), ("method", _str), ("n", _int), ("n_unscored", _int),
         ("judge_acc", _f64), ("em", _f64), ("f1", _f64), ("judge_em_kappa", _f64),
         ("calls_per_q", _f64), ("prompt_tokens_per_q", _f64), ("completion_tokens_per_q", _f64),
     ]), ["backbone", "dataset", "method"]),
     # ---- LMAD (lmad.protocols.lmad): one table per stage per iteration, then the trace ----
     # one agent's chain of a disagreeing question: extractor output, quality flags, fallback
-    "lmad_chains": (pa.schema([
+    "lmad_chains": (pl.Schema([
         ("qid", _str), ("iteration", _int), ("agent", _int), ("answer", _str), ("answer_norm", _str),
         ("rationale", _str), ("raw_output", _str), ("parse_error", _str), ("raw_nodes", _strs),
-        ("node_flags", pa.list_(_strs)), ("nodes", _strs), ("fallback", _str), *_CALL,
+        ("node_flags", pl.List(_strs)), ("nodes", _strs), ("fallback", _str), *_CALL,
     ]), ["qid", "iteration", "agent"]),
     # conflict localization of one question: δ, one-based witness per agent (+ fallbacks), segments
-    "lmad_localizations": (pa.schema([
+    "lmad_localizations": (pl.Schema([
         ("qid", _str), ("iteration", _int), ("conflict", _str), ("conflict_fallback", _bool),
-        ("witness", pa.list_(_int)), ("witness_fallback", _strs), ("witness_claims", _strs),
-        ("segments", pa.list_(_strs)), ("raw_output", _str), ("parse_error", _str), *_CALL,
+        ("witness", pl.List(_int)), ("witness_fallback", _strs), ("witness_claims", _strs),
+        ("segments", pl.List(_strs)), ("raw_output", _str), ("parse_error", _str), *_CALL,
     ]), ["qid", "iteration"]),
     # one agent's turn in one local-debate round
-    "lmad_positions": (pa.schema([
+    "lmad_positions": (pl.Schema([
         ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int), ("temperature", _f64),
         ("seed", _int), ("position", _str), ("position_source", _str), ("response", _str), *_CALL,
     ]), ["qid", "iteration", "round", "agent"]),
     # the resolver's proposed repair: replacement nodes and supporting quotations
-    "lmad_repairs": (pa.schema([
+    "lmad_repairs": (pl.Schema([
         ("qid", _str), ("iteration", _int), ("nodes", _strs), ("quotes", _strs), ("raw_output", _str),
         ("parse_error", _str), *_CALL,
     ]), ["qid", "iteration"]),
     # the backbone's yes/no on whether a repair keeps the question's subject and relation (one per repair
     # with a claim; commit_guard "relation_model")
-    "lmad_relations": (pa.schema([
+    "lmad_relations": (pl.Schema([
         ("qid", _str), ("iteration", _int), ("verdict", _str), ("raw_output", _str), ("parse_error", _str), *_CALL,
     ]), ["qid", "iteration"]),
     # the controller's decision for one question active in an iteration: guard checks, admission, stop
-    "lmad_commits": (pa.schema([
+    "lmad_commits": (pl.Schema([
         ("qid", _str), ("iteration", _int), ("policy", _str), ("answers", _strs), ("agreed", _bool),
         ("repair_nodes", _strs), ("quotes", _strs),
-        ("checks", pa.list_(pa.struct([("check", _str), ("passed", _bool), ("required", _bool), ("detail", _str)]))),
+        ("checks", pl.List(_struct([("check", _str), ("passed", _bool), ("required", _bool), ("detail", _str)]))),
         ("admitted", _bool), ("committed", _strs), ("stop_reason", _str), ("prediction", _str),
     ]), ["qid", "iteration"]),
     # every question's state after an iteration: the next iteration's input
-    "lmad_state": (pa.schema([
+    "lmad_state": (pl.Schema([
         ("qid", _str), ("active", _bool), ("committed", _strs), ("stop_reason", _str),
         ("stop_iteration", _int), ("prediction", _str), ("prediction_norm", _str),
     ]), ["qid"]),
     # one row per question per iteration it was active in: what a trace viewer and figures read
-    "lmad_trace": (pa.schema([
+    "lmad_trace": (pl.Schema([
         ("qid", _str), ("dataset", _str), ("method", _str), ("iteration", _int), ("committed_before", _strs),
-        ("answers", _strs), ("agreed", _bool), ("chains", pa.list_(_strs)), ("chain_fallbacks", _strs),
-        ("conflict", _str), ("witness", pa.list_(_int)), ("witness_fallback", _strs),
-        ("segments", pa.list_(_strs)), ("positions", pa.list_(_strs)), ("repair_nodes", _strs),
+        ("answers", _strs), ("agreed", _bool), ("chains", pl.List(_strs)), ("chain_fallbacks", _strs),
+        ("conflict", _str), ("witness", pl.List(_int)), ("witness_fallback", _strs),
+        ("segments", pl.List(_strs)), ("positions", pl.List(_strs)), ("repair_nodes", _strs),
         ("quotes", _strs),
-        ("checks", pa.list_(pa.struct([("check", _str), ("passed", _bool), ("required", _bool), ("detail", _str)]))),
+        ("checks", pl.List(_struct([("check", _str), ("passed", _bool), ("required", _bool), ("detail", _str)]))),
         ("admitted", _bool), ("committed_after", _strs), ("stop_reason", _str), ("prediction", _str),
         ("calls", _int), ("prompt_tokens", _int), ("completion_tokens", _int),
         # every call of the row by role (solver, extractor, localizer, debater, resolver, relation), with
         # its finish reason; final_iteration: ℓ = L − 1, after which no regeneration can follow
-        ("call_log", pa.list_(pa.struct([("role", _str), ("agent", _int), ("finish_reason", _str),
+        ("call_log", pl.List(_struct([("role", _str), ("agent", _int), ("finish_reason", _str),
                                          ("prompt_tokens", _int), ("completion_tokens", _int)]))),
         ("final_iteration", _bool),
     ]), ["method", "qid", "iteration"]),
@@ -156,12 +137,12 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
     # every call of a round that is not an agent's answer: advice / note / self_critique (agent = author,
     # target = recipient), manner steps (e.g. stepback_concept), judge / moderator (agent = -1; parsed =
     # {"decided", "answer"} JSON or "", parse_error = why the strict parse failed)
-    "debate_steps": (pa.schema([
+    "debate_steps": (pl.Schema([
         ("qid", _str), ("round", _int), ("step", _str), ("agent", _int), ("target", _int), ("slot", _int),
         ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str), ("parse_error", _str), *_CALL,
     ]), ["qid", "round", "step", "agent", "target", "slot"]),
     # every question after a round: still debating, or stopped with reason, round and answer
-    "debate_state": (pa.schema([
+    "debate_state": (pl.Schema([
         ("qid", _str), ("round", _int), ("active", _bool), ("stop_reason", _str), ("stop_round", _int),
         ("prediction", _str), ("prediction_norm", _str),
     ]), ["qid"]),
@@ -169,10 +150,10 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
     # finalizer (round-level controls). answers_round: the round the answers come from (a question that
     # stopped earlier keeps its stop round's); candidates / counts: distinct non-empty answers in vote order;
     # evidence / scores / details: lvd's per candidate; replies: the finalizer's own calls (judge or verifier)
-    "finalized": (pa.schema([
+    "finalized": (pl.Schema([
         ("qid", _str), ("dataset", _str), ("method", _str), ("round", _int), ("answers_round", _int),
-        ("finalizer", _str), ("answers", _strs), ("candidates", _strs), ("counts", pa.list_(_int)), ("vote", _str),
-        ("tie", _bool), ("evidence", pa.list_(_bool)), ("scores", pa.list_(_f64)), ("replies", _strs),
+        ("finalizer", _str), ("answers", _strs), ("candidates", _strs), ("counts", pl.List(_int)), ("vote", _str),
+        ("tie", _bool), ("evidence", pl.List(_bool)), ("scores", pl.List(_f64)), ("replies", _strs),
         ("details", _strs), ("finish_reasons", _strs), ("parse_error", _str), ("prediction", _str),
         ("prediction_norm", _str), ("source", _str), ("calls", _int), ("prompt_tokens", _int),
         ("completion_tokens", _int),
@@ -180,7 +161,7 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
     # ---- coverage-selected societies (lmad.societies) ----
     # one pool agent's answer to one question (rule society_pool); split: selection | evaluation;
     # perturb_seed is null for an unperturbed agent; correct = EM against answer + aliases
-    "society_pool": (pa.schema([
+    "society_pool": (pl.Schema([
         ("qid", _str), ("dataset", _str), ("split", _str), ("agent", _int), ("agent_name", _str),
         ("temperature", _f64), ("persona", _str), ("variant", _str), ("perturb_seed", _int), ("perturb_scale", _f64),
         ("seed", _int), ("response", _str), ("answer", _str), ("answer_norm", _str), ("answer_method", _str),
@@ -188,14 +169,14 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
     ]), ["agent", "dataset", "qid"]),
     # the agents each selector picked (rule society_select), in pick order; marginal = questions of the
     # selection split the agent newly covered (greedy selectors), selection_accuracy / _support its scores
-    "society_members": (pa.schema([
+    "society_members": (pl.Schema([
         ("selector", _str), ("rank", _int), ("agent", _int), ("agent_name", _str), ("temperature", _f64),
         ("persona", _str), ("variant", _str), ("perturb_seed", _int), ("perturb_scale", _f64), ("marginal", _int),
         ("selection_accuracy", _f64), ("selection_support", _f64),
     ]), ["selector", "rank"]),
     # each selected society on each split: proposal hit, majority vote, mean member accuracy (%), its
     # coverage under both objectives, and its cost per question (one call per member)
-    "society_eval": (pa.schema([
+    "society_eval": (pl.Schema([
         ("selector", _str), ("split", _str), ("size", _int), ("n", _int), ("hit", _f64), ("vote", _f64),
         ("member_acc", _f64), ("ac_coverage", _int), ("sc_coverage", _int), ("calls_per_q", _f64),
         ("completion_tokens_per_q", _f64),
@@ -203,33 +184,33 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
     # ---- disagreement layers (lmad.disagreement; README "Disagreement layers") ----
     # layer B's authored battery item judged: kind rebuttal | endorsement, expected stance, the judge's
     # parsed stance / move ("" when the reply did not parse; parse_error says why)
-    "pushback_battery": (pa.schema([
+    "pushback_battery": (pl.Schema([
         ("dataset", _str), ("qid", _str), ("item", _int), ("kind", _str), ("variant", _int), ("expected", _str),
         ("parent", _str), ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str),
         ("raw", _str), ("parse_error", _str), *_CALL,
     ]), ["dataset", "qid", "item"]),
     # layer B's validation: recall on rebuttals and on endorsements, the two-sided floor, pass/fail and why
-    "pushback_validation": (pa.schema([
+    "pushback_validation": (pl.Schema([
         ("judge_model", _str), ("n_rebuttals", _int), ("n_endorsements", _int), ("rebuttal_recall", _f64),
         ("endorsement_recall", _f64), ("n_unparsed", _int), ("min_recall", _f64), ("passed", _bool),
         ("reason", _str),
     ]), ["judge_model"]),
     # layer B's label of one debate reply (round >= 1) of one method (a toned variant is its own method);
     # iteration: the LMAD iteration of a local-debate reply, 0 for a debate method's
-    "pushback_labels": (pa.schema([
+    "pushback_labels": (pl.Schema([
         ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
         ("parent", _str), ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str), ("raw", _str),
         ("parse_error", _str), *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
     # seed 001's rubric scores (1-10, null when the reply did not parse) of one debate reply (lmad.process)
-    "process_scores": (pa.schema([
+    "process_scores": (pl.Schema([
         ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
         ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str), ("parse_error", _str),
         *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
     # one juror's reply on one ordering of one pair (lmad.jury): kind pair (methods A vs B) | battery (gold as A
     # vs a rival as B); order 0 shows A first; choice 1 | 2 | tie | "" (unparsable); winner a | b | tie | ""
-    "jury_verdicts": (pa.schema([
+    "jury_verdicts": (pl.Schema([
         ("dataset", _str), ("qid", _str), ("kind", _str), ("order", _int), ("judge_model", _str), ("a", _str),
         ("b", _str), ("raw", _str), ("choice", _str), ("winner", _str), *_CALL,
     ]), ["kind", "dataset", "qid", "order"]),
@@ -238,12 +219,12 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
     # layer D (lmad.disagreement.probe): one read of one probe cell (a debater's round-0 answer vs the first
     # peer answering otherwise) in one condition (prior | treat | control): the seven letters' log-probabilities
     # (null when not measured: ``error`` says why), their mass, the renormalized distribution, E and |E - 4|
-    "probe_reads": (pa.schema([
+    "probe_reads": (pl.Schema([
         ("dataset", _str), ("qid", _str), ("agent", _int), ("opponent", _int), ("proposition", _str),
-        ("argument_words", _int), ("condition", _str), ("logprobs", pa.list_(_f64)), ("mass", _f64),
-        ("dist", pa.list_(_f64)), ("expected", _f64), ("margin", _f64), ("degenerate", _bool), ("error", _str),
+        ("argument_words", _int), ("condition", _str), ("logprobs", pl.List(_f64)), ("mass", _f64),
+        ("dist", pl.List(_f64)), ("expected", _f64), ("margin", _f64), ("degenerate", _bool), ("error", _str),
     ]), ["dataset", "qid", "agent", "condition"]),
-    "lmad_self_reports": (pa.schema([
+    "lmad_self_reports": (pl.Schema([
         ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
         ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str), ("parse_error", _str), *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
@@ -254,53 +235,64 @@ class SchemaError(ValueError):
     """A table does not match its declared schema."""
 
 
-def _table_spec(name: str) -> tuple[pa.Schema, list[str]]:
+def _table_spec(name: str) -> tuple[pl.Schema, list[str]]:
     try:
         return TABLES[name]
     except KeyError:
         raise SchemaError(f"unknown table {name!r}; declared tables: {sorted(TABLES)}") from None
 
 
-def to_arrow(name: str, rows: pl.DataFrame | Iterable[dict[str, Any]]) -> pa.Table:
+def _lost_values(name: str, rows: list[dict[str, Any]], frame: pl.DataFrame) -> None:
+    """polars turns a value it cannot hold in its column's type (2.5 in an Int64 column)
+    into null where pyarrow raised: a column with fewer values than its rows gave fails."""
+    for column in frame.columns:
+        given = sum(1 for row in rows if row.get(column) is not None)
+        if given != frame.height - frame[column].null_count():
+            bad = next(row[column] for row in rows if row.get(column) is not None)
+            raise SchemaError(f"table {name!r}: column {column!r} ({frame.schema[column]}) cannot hold "
+                              f"some of its values, e.g. {bad!r}")
+
+
+def to_frame(name: str, rows: pl.DataFrame | Iterable[dict[str, Any]]) -> pl.DataFrame:
+    """``rows`` (a frame or dicts) as table ``name``: its columns, types and sort order."""
     schema, key = _table_spec(name)
     if isinstance(rows, pl.DataFrame):
-        table = rows.to_arrow()
+        have, want = set(rows.columns), set(schema.names())
+        if have != want:
+            raise SchemaError(f"table {name!r}: missing columns {sorted(want - have)}, "
+                              f"unexpected columns {sorted(have - want)}")
+        try:
+            frame = rows.select(schema.names()).cast(dict(schema))
+        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError,
+                pl.exceptions.SchemaError) as err:
+            raise SchemaError(f"table {name!r}: {err}") from err
     else:
         rows = list(rows)
-        table = pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
-    have, want = set(table.column_names), set(schema.names)
-    if have != want:
-        raise SchemaError(f"table {name!r}: missing columns {sorted(want - have)}, "
-                          f"unexpected columns {sorted(have - want)}")
-    try:
-        table = table.select(schema.names).cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
-        raise SchemaError(f"table {name!r}: {err}") from err
-    return table.sort_by([(k, "ascending") for k in key])
+        try:
+            frame = pl.from_dicts(rows, schema=schema, strict=True) if rows else pl.DataFrame(schema=schema)
+        except (TypeError, ValueError, pl.exceptions.PolarsError) as err:
+            raise SchemaError(f"table {name!r}: {err}") from err
+        _lost_values(name, rows, frame)
+    # nulls last and ties in input order, as Arrow's sort did
+    return frame.sort(key, nulls_last=True, maintain_order=True)
 
 
-def write_table(name: str, rows, path: str | os.PathLike, provenance: dict[str, Any] | None = None) -> pa.Table:
+def write_table(name: str, rows, path: str | os.PathLike, provenance: dict[str, Any] | None = None) -> pl.DataFrame:
     """Validate, sort and atomically write a table with provenance metadata."""
-    table = to_arrow(name, rows)
+    frame = to_frame(name, rows)
     meta = {"table": name, "package_version": __version__, **(provenance or {})}
-    table = table.replace_schema_metadata({b"lmad": json.dumps(meta, sort_keys=True).encode()})
     with replacing(path) as tmp:
-        pq.write_table(table, tmp)
-    return table
+        frame.write_parquet(tmp, metadata={"lmad": json.dumps(meta, sort_keys=True)})
+    return frame
 
 
 def read_table(name: str, path: str | os.PathLike) -> pl.DataFrame:
     schema, _ = _table_spec(name)
-    # one file, read as such: pq.read_table goes through pyarrow.dataset, which imports
-    # pandas (0.3 s per job start; no stage uses pandas) for the same table
-    with pq.ParquetFile(path) as f:
-        table = f.read()
-    got = table.schema.remove_metadata()
-    if not got.equals(schema):
-        raise SchemaError(f"{path}: does not match table {name!r}:\n expected {schema}\n found {got}")
-    return pl.from_arrow(table)
+    frame = pl.read_parquet(path)
+    if frame.schema != schema:
+        raise SchemaError(f"{path}: does not match table {name!r}:\n expected {schema}\n found {frame.schema}")
+    return frame
 
 
 def provenance_of(path: str | os.PathLike) -> dict[str, Any]:
-    meta = pq.read_schema(path).metadata or {}
-    return json.loads(meta.get(b"lmad", b"{}"))
+    return json.loads(pl.read_parquet_metadata(path).get("lmad", "{}"))

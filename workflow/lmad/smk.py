@@ -60,6 +60,25 @@ def _write_stats(log_file: str) -> None:
     tmp.replace(path)
 
 
+def _profiled(fn: Callable[..., None], log_file: str | None) -> Callable[..., None]:
+    """``fn``, under cProfile when ``LMAD_PROFILE`` is set (a developer's switch for the
+    scale benchmark): the stats go beside the job's log as ``<log>.prof``."""
+    import os
+
+    if not os.environ.get("LMAD_PROFILE") or not log_file:
+        return fn
+
+    def run(**kwargs):
+        import cProfile
+
+        profile = cProfile.Profile()
+        try:
+            profile.runcall(fn, **kwargs)
+        finally:
+            profile.dump_stats(str(Path(log_file).with_suffix(".prof")))
+    return run
+
+
 def run_rule(smk, fn: Callable[..., None]) -> None:
     if smk.log:
         stats_path(smk.log[0]).unlink(missing_ok=True)  # a rerun that calls no model leaves none
@@ -75,7 +94,7 @@ def run_rule(smk, fn: Callable[..., None]) -> None:
               "provenance": provenance(smk.rule, dict(smk.wildcards.items()), params, prompts)}
     start = time.time()
     try:
-        fn(**kwargs)
+        _profiled(fn, smk.log[0] if smk.log else None)(**kwargs)
     except Exception:
         logging.exception("rule %s failed", smk.rule)
         raise

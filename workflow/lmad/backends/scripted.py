@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import itertools
 import math
 import re
 from typing import Callable, Sequence
@@ -26,6 +27,9 @@ from .base import Backend, ChatRequest, Completion, OnDone
 from .model_files import template_identity
 
 Responder = Callable[[ChatRequest], str]
+
+
+_TITLE = re.compile(r"^\[\d+\] ([^:\n]+):", flags=re.MULTILINE)
 
 
 def _digest(*parts) -> int:
@@ -101,7 +105,8 @@ class ScriptedBackend(Backend):
             if kind == "json":
                 return json.dumps(instance_of(value, pick))
             raise ValueError("the test double does not synthesize regex constraints")
-        titles = re.findall(r"^\[\d+\] ([^:\n]+):", prompt, flags=re.MULTILINE) or ["unknown"]
+        # the first two passage titles are all it picks from: stop the scan there
+        titles = [m.group(1) for m in itertools.islice(_TITLE.finditer(prompt), 2)] or ["unknown"]
         # low temperatures agree on the first passage; higher ones wander
         choice = titles[0] if req.temperature <= 0.3 else titles[pick % min(2, len(titles))]
         return f"The passages mention {titles[0]}.\nSo the answer follows from them.\nAnswer: {choice}"

@@ -125,13 +125,17 @@ class _Round:
     steps: list[dict] = field(default_factory=list)
     answered: list[CallSequence] = field(default_factory=list)  # every agent turn of the round
     calls: int = 0
+    fields: dict[str, dict[str, str]] = field(default_factory=dict)  # question_fields per qid, built once
 
     @property
     def agents(self) -> range:
         return range(len(self.temperatures))
 
     def base(self, qid: str) -> dict[str, str]:
-        return views.question_fields(self.questions[qid])
+        # every agent and step of a question renders the same passages: format them once
+        if qid not in self.fields:
+            self.fields[qid] = views.question_fields(self.questions[qid])
+        return self.fields[qid]
 
     def yes_no(self, qid: str) -> bool:
         return job_yes_no(self.questions[qid])
