@@ -138,7 +138,7 @@ def society_select(pool: str, members: str, evaluation: str, k: int, sc_min_supp
         log.info("%s on %s: size %d, hit %s, vote %s", r["selector"], r["split"], r["size"], r["hit"], r["vote"])
 
 
-LABELS = {"ac_greedy": "AC-Greedy", "sc_greedy": "SC-Greedy", "top_k": "Top-K (accuracy)", "default": "Default personas"}
+LABELS = so.LABELS
 
 
 def societies_table(evaluation: list[str], members: list[str], csv: str, md: str, provenance: dict,
