@@ -503,7 +503,27 @@ def society_outputs():
     """What the society rules add to `rule all` (nothing unless enabled)."""
     if not SOCIETIES["enabled"]:
         return []
-    return [layout.paper(f"societies.{ext}") for ext in ("csv", "md")]
+    return [layout.paper(f"societies.{ext}") for ext in ("csv", "md")] + [layout.paper("society_debates.csv")]
+
+
+def society_debate_methods():
+    """The run's debating methods with a society, each followed by its plain method when the run has it."""
+    out = []
+    for m in DEBATE_METHODS:
+        if METHODS[m].society:
+            out += [m] + [b for b in [METHODS[m].protocol.name] if b in config["methods"] and b not in out]
+    return list(dict.fromkeys(out))
+
+
+def society_debate_inputs(wildcards):
+    """Rule paper_societies: every backbone's pool (its splits), questions and the predictions of
+    society_debate_methods()."""
+    methods = society_debate_methods()
+    if not methods:
+        return {}
+    return {"pools": [layout.society(b, "pool") for b in BACKBONES],
+            "questions": [questions_path(b, d) for b in BACKBONES for d in DATASETS],
+            "predictions": [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS for m in methods]}
 
 
 # ---- Disagreement layers (rules/disagreement.smk; README "Disagreement layers"): off unless config

@@ -208,7 +208,7 @@ def test_workflow_a_society_method_debates_the_selected_members_and_reruns_on_re
     write_config(workdir, config)
     targets = [f"results/scripted/{d}/predictions/{m}.parquet" for d in DATASETS for m in ("mad", "mad+ac-greedy",
                                                                                             "dmad+default")]
-    snakemake(workdir, *targets)
+    snakemake(workdir, *targets, "results/paper/society_debates.csv")
     root = workdir / "results" / "scripted"
     members = read_table("society_members", root / "societies" / "members.parquet")
     pool = read_table("society_pool", root / "societies" / "pool.parquet")
@@ -225,6 +225,13 @@ def test_workflow_a_society_method_debates_the_selected_members_and_reruns_on_re
         preds = read_table("predictions", root / d / "predictions" / "mad+ac-greedy.parquet")
         assert set(preds["method"]) == {"mad+ac-greedy"} and preds["calls"].min() == 4  # 2 agents x 2 rounds
     assert "society" not in read_table("samples", root / DATASETS[0] / "mad" / "round1.parquet").columns
+    # honest evaluation: each society method (and its plain method) on the held-out split apart from the selection split
+    debates = pl.read_csv(workdir / "results" / "paper" / "society_debates.csv")
+    assert set(debates["method"]) == {"mad", "mad+ac-greedy", "dmad+default"}
+    split = dict(pool.unique(["dataset", "qid"]).group_by("split").len().rows())
+    assert dict(debates.filter(pl.col("method") == "mad+ac-greedy").select("split", "n").rows()) == split
+    md = (workdir / "results" / "paper" / "societies.md").read_text()
+    assert "MAD (AC-Greedy society)" in md and "Selection split (not held out)" in md
 
     # a re-selection (here: AC-Greedy's members in the other order; Snakemake compares the file's
     # content, so a touch alone is not one) reruns every round of the society methods, nothing of plain MAD

@@ -100,8 +100,8 @@ def method(name: str) -> Method:
         pass
     base, selector = split_society(name)  # an unknown society suffix raises here, naming the known ones
     if selector is not None and base not in PROTOCOLS:
-        raise ValueError(f"method {name!r}: only a debating method ({', '.join(PROTOCOLS)}) can run with a "
-                         f"society; {base!r} is not one")
+        raise ValueError(f"method {name!r}: only a debating method at the neutral tone ({', '.join(PROTOCOLS)}) "
+                         f"can run with a society; {base!r} is not one")
     raise ValueError(f"unknown method {name!r}; known: {sorted(METHODS)}")
 
 
