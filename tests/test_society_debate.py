@@ -17,7 +17,7 @@ from lmad.config_checks import check_method_names
 from lmad.prompts import load_prompt
 from lmad.protocols.debate import protocol, run_round, setting_of
 from lmad.protocols.debate.engine import Member
-from lmad.registry import method
+from lmad.registry import METHODS, method
 from lmad.schemas import read_table, write_table
 from lmad.solver import derive_seed, solver_request
 
@@ -64,7 +64,7 @@ def society(*specs, backends):
 
 
 def rounds(name, members, base, n=2, **kw):
-    """Rounds 0..n-1 of ``name`` with ``members``: (samples, steps) of every round."""
+    """Rounds 0..n-1 of ``name`` with ``members``: the result of every round."""
     spec = method(name)
     prev, state, out = (), None, []
     for t in range(n):
@@ -89,6 +89,7 @@ def test_each_agent_speaks_with_its_members_temperature_persona_variant_and_weig
             want = solver_request(so.agent_prompt(solver, m.agent), q, m.agent.temperature, seed, 64)
             got = by_key[(seed, m.agent.temperature)]
             assert got.messages == want.messages
+    assert {system(c) for c in base.calls[:6] if c.temperature == 0.9} == {so.PERSONAS["skeptic"]}
     # one batch per set of weights per step: round 0 and the revision round each 6 base + 3 perturbed calls
     assert base.batches == [6, 6] and bent.batches == [3, 3]
     assert {c.temperature for c in bent.calls} == {0.5} and {c.temperature for c in base.calls} == {0.1, 0.9}
@@ -115,14 +116,49 @@ def test_a_society_never_reuses_the_shared_proposals():
                   proposals=proposals, members=members)
 
 
-def test_dmad_with_a_society_debates_its_first_two_members_and_judges_on_the_base_model():
+def test_dmad_with_a_society_debates_its_two_members_and_judges_on_the_base_model():
     base, bent = Recorder("base"), Recorder("bent", perturb={"seed": 1, "scale": 0.001})
     members = society((0.5, "plain", "standard", 1), (0.1, "bridge", "standard", None), backends={None: base, 1: bent})
     r0, = rounds("dmad+sc-greedy", members, base, n=1)
     judge = [s for s in r0.steps if s["step"] in ("judge", "moderator")]
-    assert judge and all(s["response"].startswith("By base") or s["response"].startswith("{") for s in judge)
+    assert judge and all(s["response"].startswith("By base") for s in judge)
+    assert not any(c.constraint for c in bent.calls) and sum(bool(c.constraint) for c in base.calls) == len(judge)
     assert all(c.temperature == 0.5 for c in bent.calls) and len(bent.calls) == len(QUESTIONS)
     assert all(system(c).startswith(so.PERSONAS["bridge"]) for c in base.calls if c.temperature == 0.1)
+
+
+def test_the_round_job_opens_one_backend_per_distinct_perturbation(tmp_path):
+    from lmad.stages.debate import society_members
+
+    rows = [{"selector": "top_k", "rank": r, "agent": a, "temperature": t, "persona": "plain", "variant": "standard",
+             "perturb_seed": w, "perturb_scale": 0.001 if w is not None else None}
+            for r, (a, t, w) in enumerate([(7, 0.5, 1), (0, 0.1, None), (8, 0.9, 1), (9, 0.9, 2)])]
+    path = tmp_path / "members.parquet"
+    rows = [r | {"agent_name": so.members_of([r], "top_k")[0].name, "marginal": None, "selection_accuracy": 0.0,
+                 "selection_support": 0.0} for r in rows]
+    write_table("society_members", rows, path)
+    model = {"backend": "scripted", "model": "scripted"}
+    from lmad.backends import open_backend
+
+    base = open_backend(model, tmp_path / "cache")
+    members = society_members("top_k", str(path), None, model, str(tmp_path / "cache"), base)
+    assert [m.agent.temperature for m in members] == [0.5, 0.1, 0.9, 0.9]
+    assert members[1].backend is base and members[0].backend is members[2].backend is not base
+    assert members[0].backend.model_id.endswith("+perturb=seed1:scale0.001")
+    assert members[3].backend.model_id.endswith("+perturb=seed2:scale0.001")
+    assert len(society_members("top_k", str(path), 2, model, str(tmp_path / "cache"), base)) == 2  # dMAD's two
+    assert society_members(None, None, None, model, "", base) == []
+
+
+@given(st.sampled_from(sorted(METHODS)), st.sampled_from(so.SELECTORS))
+def test_society_names_round_trip(name, selector):
+    spec = METHODS[name]
+    if spec.family == "debate" and spec.tone == "neutral" and spec.society is None:
+        full = so.with_society(name, selector)
+        assert so.split_society(full) == (name, selector) and METHODS[full].society == selector
+        assert METHODS[full].label != spec.label and METHODS[full].protocol == spec.protocol
+    else:
+        assert so.with_society(name, selector) not in METHODS
 
 
 PERSONA = st.sampled_from(sorted(so.PERSONAS))
