@@ -150,6 +150,11 @@ def test_the_round_job_opens_one_backend_per_distinct_perturbation(tmp_path):
     assert society_members(None, None, None, model, "", base) == []
 
 
+def test_a_table_with_a_society_method_says_it_is_not_held_out():
+    assert so.held_out_note(["sc", "mad", "mad@hostile"]) == ""
+    assert so.held_out_note(["mad", "mad+top-k"]).startswith("\nmad+top-k: scored on all questions")
+
+
 @given(st.sampled_from(sorted(METHODS)), st.sampled_from(so.SELECTORS))
 def test_society_names_round_trip(name, selector):
     spec = METHODS[name]
@@ -244,7 +249,7 @@ def test_workflow_a_society_method_debates_the_selected_members_and_reruns_on_re
     write_config(workdir, config)
     targets = [f"results/scripted/{d}/predictions/{m}.parquet" for d in DATASETS for m in ("mad", "mad+ac-greedy",
                                                                                             "dmad+default")]
-    snakemake(workdir, *targets, "results/paper/society_debates.csv")
+    snakemake(workdir, *targets, "results/paper/society_debates.csv", "results/scripted/analysis/table.md")
     root = workdir / "results" / "scripted"
     members = read_table("society_members", root / "societies" / "members.parquet")
     pool = read_table("society_pool", root / "societies" / "pool.parquet")
@@ -268,6 +273,8 @@ def test_workflow_a_society_method_debates_the_selected_members_and_reruns_on_re
     assert dict(debates.filter(pl.col("method") == "mad+ac-greedy").select("split", "n").rows()) == split
     md = (workdir / "results" / "paper" / "societies.md").read_text()
     assert "MAD (AC-Greedy society)" in md and "Selection split (not held out)" in md
+    table = (workdir / "results" / "scripted" / "analysis" / "table.md").read_text()
+    assert "| mad+ac-greedy |" in table and "mad+ac-greedy, dmad+default: scored on all questions" in table
 
     # a re-selection (here: AC-Greedy's members in the other order; Snakemake compares the file's
     # content, so a touch alone is not one) reruns every round of the society methods, nothing of plain MAD

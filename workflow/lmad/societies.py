@@ -130,6 +130,15 @@ def agent_prompt(solver: Prompt, agent: PoolAgent) -> Prompt:
     return Prompt(path=f"{solver.path}#{agent.persona}/{agent.variant}", system=system, user=user)
 
 
+def held_out_note(methods: Sequence[str]) -> str:
+    """A table's caveat when it scores a method with a society on all questions (none otherwise)."""
+    named = [m for m in methods if split_society(m)[1] is not None]
+    if not named:
+        return ""
+    return (f"\n{', '.join(named)}: scored on all questions, including the selection split their society was "
+            "picked on, so not held out; results/paper/societies.md compares them on the evaluation split alone.\n")
+
+
 def member_prompt(prompt: Prompt, role: str, agent: PoolAgent) -> Prompt:
     """An agent's own version of a debate prompt (role: a config ``prompts`` key).
 
