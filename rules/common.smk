@@ -5,7 +5,7 @@ from snakemake.utils import validate
 
 from lmad import layout
 from lmad.layout import shard_name, shard_names
-from lmad.config_checks import check_config
+from lmad.config_checks import check_config, check_method_names
 from lmad.data.loaders import dataset_type, resolve_path
 from lmad.job_resources import model_sizing
 from lmad.protocols.debate import setting_of
@@ -19,6 +19,7 @@ from lmad.smk import code_hash
 # lmad.layout's; what a method is, lmad.registry's; these functions only pick the tables
 # of a job.
 
+check_method_names(config)  # before the schema, whose error would list every method name
 validate(config, schema="../config/schema/config.schema.yaml")
 # locks left by a killed run of this directory are removed, a live run's never (README "Resume after a kill")
 guard_workflow(workflow)
@@ -46,9 +47,9 @@ wildcard_constraints:
     backbone="|".join(BACKBONES),
     stage="cot|proposals",
     # one wildcard per method family, so each family's predict rule matches its own methods only
-    method="|".join(names("single")),
-    lmad_method="|".join(names("lmad")),
-    debate_method="|".join(names("debate")),
+    method="|".join(map(re.escape, names("single"))),
+    lmad_method="|".join(map(re.escape, names("lmad"))),
+    debate_method="|".join(map(re.escape, names("debate"))),  # "+" of a society (lmad.societies)
     iteration=r"\d+",
     debate_round=r"\d+",
 
@@ -297,10 +298,11 @@ def debate_round_outputs(part):
 def debate_round_inputs(wildcards):
     """Round 0 of a protocol that opens like self-consistency, at the persona temperatures,
     is the shared proposals table (zero calls); round t >= 1 reads round t - 1. Plus the
-    prompt templates this round uses, so editing one reruns only its rounds."""
+    prompt templates this round uses, so editing one reruns only its rounds. A method with a
+    society reads the society file in every round, so a re-selection reruns all of them."""
     t, method = int(wildcards.debate_round), wildcards.debate_method
     setting = debate_setting(method)
-    inputs = {}
+    inputs = {"members": layout.society(wildcards.backbone, "members")} if setting.society else {}
     if t == 0 and setting.shares_proposals:
         inputs["proposals"] = proposal_tables(wildcards)
     elif t > 0:
@@ -501,7 +503,27 @@ def society_outputs():
     """What the society rules add to `rule all` (nothing unless enabled)."""
     if not SOCIETIES["enabled"]:
         return []
-    return [layout.paper(f"societies.{ext}") for ext in ("csv", "md")]
+    return [layout.paper(f"societies.{ext}") for ext in ("csv", "md")] + [layout.paper("society_debates.csv")]
+
+
+def society_debate_methods():
+    """The run's debating methods with a society, each followed by its plain method when the run has it."""
+    out = []
+    for m in DEBATE_METHODS:
+        if METHODS[m].society:
+            out += [m] + [b for b in [METHODS[m].protocol.name] if b in config["methods"] and b not in out]
+    return list(dict.fromkeys(out))
+
+
+def society_debate_inputs(wildcards):
+    """Rule paper_societies: every backbone's pool (its splits), questions and the predictions of
+    society_debate_methods()."""
+    methods = society_debate_methods()
+    if not methods:
+        return {}
+    return {"pools": [layout.society(b, "pool") for b in BACKBONES],
+            "questions": [questions_path(b, d) for b in BACKBONES for d in DATASETS],
+            "predictions": [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS for m in methods]}
 
 
 # ---- Disagreement layers (rules/disagreement.smk; README "Disagreement layers"): off unless config

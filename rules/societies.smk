@@ -65,15 +65,18 @@ if SOCIETIES["enabled"]:
 
     rule paper_societies:
         input:
+            unpack(society_debate_inputs),
             evaluation=[layout.society(b, "evaluation") for b in BACKBONES],
             members=[layout.society(b, "members") for b in BACKBONES],
         output:
             csv=layout.paper("societies.csv"),
             md=layout.paper("societies.md"),
+            debates_csv=layout.paper("society_debates.csv"),
         log:
             "logs/paper/societies.log",
         params:
-            code=code_hash("lmad.stages.societies.societies_table"),
+            code=code_hash("lmad.stages.societies.societies_table", "lmad.stages.societies.debate_rows",
+                           "lmad.stages.societies._debates_markdown"),
         conda:
             "../envs/pipeline.yaml"
         script:

@@ -55,9 +55,17 @@ def test_schema_method_enums_are_the_registry():
     schema = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())
     props = schema["properties"]
     assert sorted(props["methods"]["items"]["enum"]) == sorted(METHODS)
-    # per-method overrides name a debate method at its neutral tone; a toned variant takes its base's setting
+    # per-method overrides name a debate method at its neutral tone; a toned variant takes its base's setting,
+    # a society variant (mad+ac-greedy) its base's rounds and manners
     assert sorted(props["debate"]["properties"]["methods"]["propertyNames"]["enum"]) == sorted(
-        m for m in names("debate") if METHODS[m].tone == "neutral")
+        m for m in names("debate") if METHODS[m].tone == "neutral" and METHODS[m].society is None)
+
+
+def test_a_society_method_has_its_own_folder_and_parses_back():
+    path = layout.debate_round("qwen", "hotpotqa", "mad+ac-greedy", 1, "_state")
+    assert layout.parse(path) == layout.Location("debate_round", "qwen", "hotpotqa", "mad+ac-greedy", round=1,
+                                                 part="_state")
+    assert layout.parse(layout.predictions("qwen", "hotpotqa", "mad+top-k")).method == "mad+top-k"
 
 
 def test_schema_dataset_types_are_the_benchmarks_the_loaders_and_scorer_know():
@@ -71,15 +79,24 @@ def test_schema_dataset_types_are_the_benchmarks_the_loaders_and_scorer_know():
 
 
 def test_registry():
+    from lmad.protocols.debate import PROTOCOLS
+    from lmad.societies import SELECTORS
+
     assert names("single") == ["cot", "sc", "sc-matched"]
     assert [m for m in names("lmad") if METHODS[m].tone == "neutral"] == TABLE2_METHODS == [
         "lmad", "lmad-concrete", "lmad-always"]
     assert names("lmad")[3:] == ["lmad@friendly", "lmad@hostile"]  # toned Strict LMAD, not Table 2 columns
     assert {m.rule for m in METHODS.values()} == {"predict", "lmad_predict", "debate_predict"}
     assert all(m.protocol is not None for m in METHODS.values() if m.family == "debate")
-    assert [m.label for m in METHODS.values() if m.tone == "neutral"] == [
+    assert [m.label for m in METHODS.values() if m.tone == "neutral" and m.society is None] == [
         "CoT", "SC", "SC (matched tokens)", "LMAD", "Concrete", "Always", "MAD", "Cons.", "PromptMAD", "TrueMAD", "ComputeMAD",
         "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD"]
+    # every debating method with each selector's society: a method (and label) of its own, after the rest
+    societies = [m for m in METHODS.values() if m.society]
+    assert {(m.protocol.name, m.society) for m in societies} == {(p, s) for p in PROTOCOLS for s in SELECTORS}
+    assert list(METHODS)[-len(societies):] == [m.name for m in societies]
+    assert METHODS["mad+ac-greedy"].label == "MAD (AC-Greedy society)" and METHODS["mad+ac-greedy"].protocol.name == "mad"
+    assert len({m.label for m in METHODS.values()}) == len(METHODS)
 
 
 def test_a_misaligned_unit_list_fails():

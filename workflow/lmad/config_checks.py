@@ -7,6 +7,16 @@ from .protocols.debate import setting_of
 from .registry import method
 
 
+def check_method_names(config: dict) -> None:
+    """Run before the schema: a method name the registry lacks fails with why (an unknown society,
+    a society on a method that does not debate), not with the schema's list of every name."""
+    for name in config.get("methods") or []:
+        try:
+            method(name)
+        except ValueError as e:
+            raise ValueError(f"config methods: {e}") from None
+
+
 def check_config(config: dict, allow_test_double: bool) -> None:
     # The deterministic test double exists for the test suite; a user config cannot use it.
     if not allow_test_double:
@@ -39,4 +49,4 @@ def check_config(config: dict, allow_test_double: bool) -> None:
                                  f"exposes no next-token log-probabilities; layer D needs {' or '.join(PROBE_BACKENDS)}")
     for name in config["methods"]:
         if method(name).family == "debate":
-            setting_of(name, config)  # a bad per-method setting fails here, naming the key
+            setting_of(name, config)  # a bad per-method setting (or a society while societies are off) fails here

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from .protocols.debate.methods import PROTOCOLS
 from .protocols.debate.spec import Protocol
 from .protocols.lmad.commit_guard import POLICIES
+from .societies import SELECTORS, split_society, with_society
 from .tones import TONES, split_tone, toned
 
 FAMILIES = ("single", "lmad", "debate")
@@ -42,6 +43,7 @@ class Method:
     protocol: Protocol | None = None
     table2: bool = False
     tone: str = "neutral"  # debate tone (lmad.tones); a toned variant is a method of its own
+    society: str | None = None  # the selector whose society debates (lmad.societies); its own method too
 
     def __post_init__(self):
         if self.family not in FAMILIES:
@@ -59,10 +61,19 @@ class Method:
         return split_tone(self.name)[0]
 
 
+#: How a society shows in a method's label: "MAD (AC-Greedy society)".
+SOCIETY_LABELS = {"ac_greedy": "AC-Greedy", "sc_greedy": "SC-Greedy", "top_k": "Top-K", "default": "default-persona"}
+
+
 def _debate(p: Protocol, tone: str = "neutral") -> Method:
     label = p.short or p.title
     return Method(toned(p.name, tone), "debate", label if tone == "neutral" else f"{label} ({tone})", protocol=p,
                   tone=tone)
+
+
+def _society(p: Protocol, selector: str) -> Method:
+    return Method(with_society(p.name, selector), "debate", f"{p.short or p.title} ({SOCIETY_LABELS[selector]} society)",
+                  protocol=p, society=selector)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in [
@@ -77,6 +88,8 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     *(_debate(p) for p in PROTOCOLS.values()),
     # every debating method at the two non-neutral tones (lmad.tones), after all neutral methods
     *(_debate(p, tone) for tone in TONES[1:] for p in PROTOCOLS.values()),
+    # every debating method with each selected society (lmad.societies; neutral tone), last
+    *(_society(p, sel) for sel in SELECTORS for p in PROTOCOLS.values()),
 ]}
 
 
@@ -84,7 +97,12 @@ def method(name: str) -> Method:
     try:
         return METHODS[name]
     except KeyError:
-        raise ValueError(f"unknown method {name!r}; known: {sorted(METHODS)}") from None
+        pass
+    base, selector = split_society(name)  # an unknown society suffix raises here, naming the known ones
+    if selector is not None and base not in PROTOCOLS:
+        raise ValueError(f"method {name!r}: only a debating method at the neutral tone ({', '.join(PROTOCOLS)}) "
+                         f"can run with a society; {base!r} is not one")
+    raise ValueError(f"unknown method {name!r}; known: {sorted(METHODS)}")
 
 
 def names(family: str, among=None) -> list[str]:

@@ -51,6 +51,40 @@ VARIANTS: dict[str, str] = {
     "verify": "Before the last line, check that every fact you used is stated in one of the passages.",
 }
 SELECTORS = ("ac_greedy", "sc_greedy", "top_k", "default")
+LABELS = {"ac_greedy": "AC-Greedy", "sc_greedy": "SC-Greedy", "top_k": "Top-K (accuracy)", "default": "Default personas"}
+
+# ----------------------------------------------------------------------------- naming
+# A debating method with a selected society is a method of its own (like a tone, lmad.tones):
+# ``mad+ac-greedy`` is MAD whose agents are AC-Greedy's members, with its own results folder,
+# column and label. The suffix is the selector with hyphens (method names' own style); "+" is
+# not a tone's "@", so the two never parse as each other.
+SOCIETY_SEPARATOR = "+"
+
+
+def society_suffix(selector: str) -> str:
+    """The method-name suffix of a selector: ``ac_greedy`` -> ``ac-greedy``."""
+    if selector not in SELECTORS:
+        raise ValueError(f"unknown society selector {selector!r}; known: {list(SELECTORS)}")
+    return selector.replace("_", "-")
+
+
+def with_society(name: str, selector: str | None) -> str:
+    """The method name of ``name`` run with the society ``selector`` picked (None: ``name``)."""
+    return name if selector is None else f"{name}{SOCIETY_SEPARATOR}{society_suffix(selector)}"
+
+
+def split_society(name: str) -> tuple[str, str | None]:
+    """(method, selector) of a method name: ``mad+ac-greedy`` -> (``mad``, ``ac_greedy``);
+    (``mad``, None) for a method without a society. An unknown suffix raises, naming the known ones."""
+    base, sep, suffix = name.partition(SOCIETY_SEPARATOR)
+    if not sep:
+        return name, None
+    selector = suffix.replace("-", "_")
+    if selector not in SELECTORS or "_" in suffix:
+        raise ValueError(f"method {name!r}: unknown society {suffix!r}; known: "
+                         f"{[society_suffix(s) for s in SELECTORS]}")
+    return base, selector
+
 
 
 @dataclass(frozen=True)
@@ -94,6 +128,63 @@ def agent_prompt(solver: Prompt, agent: PoolAgent) -> Prompt:
     extra = VARIANTS[agent.variant]
     user = solver.user.replace("$answer_line", f"{extra} $answer_line") if extra else solver.user
     return Prompt(path=f"{solver.path}#{agent.persona}/{agent.variant}", system=system, user=user)
+
+
+def held_out_note(methods: Sequence[str]) -> str:
+    """A table's caveat when it scores a method with a society on all questions (none otherwise)."""
+    named = [m for m in methods if split_society(m)[1] is not None]
+    if not named:
+        return ""
+    return (f"\n{', '.join(named)}: scored on all questions, including the selection split their society was "
+            "picked on, so not held out; results/paper/societies.md compares them on the evaluation split alone.\n")
+
+
+def member_prompt(prompt: Prompt, role: str, agent: PoolAgent) -> Prompt:
+    """An agent's own version of a debate prompt (role: a config ``prompts`` key).
+
+    ``solver`` (round 0): exactly the pool's prompt (:func:`agent_prompt`), so with the pool's
+    seed a member's opening repeats the answer it was selected on (a cache hit). Any other role:
+    the persona goes before the template's system message (which carries the turn's
+    instructions, so it is not replaced) and the variant's instruction before ``$answer_line``,
+    or at the end of the user message when the template writes its answer line out; a template
+    that asks for no answer (advice, a critique, a Step-Back concept) gets the persona only."""
+    if role == "solver":
+        return agent_prompt(prompt, agent)
+    persona, extra = PERSONAS[agent.persona], VARIANTS[agent.variant]
+    if persona is None and not extra:
+        return prompt
+    system = f"{persona}\n\n{prompt.system}" if persona and prompt.system else (persona or prompt.system)
+    user = prompt.user
+    if extra and "$answer_line" in user:
+        user = user.replace("$answer_line", f"{extra} $answer_line")
+    elif extra and "Answer:" in user:
+        user = f"{user}\n\n{extra}"
+    return Prompt(path=f"{prompt.path}#{agent.persona}/{agent.variant}", system=system, user=user)
+
+
+def members_of(rows: Sequence[dict], selector: str, n: int | None = None) -> list[PoolAgent]:
+    """The society ``selector`` picked (``society_members`` rows) as pool agents in pick order;
+    its first ``n`` when given (a protocol with a fixed agent count: dMAD's two sides)."""
+    picked = sorted((r for r in rows if r["selector"] == selector), key=lambda r: r["rank"])
+    agents = [PoolAgent(r["agent"], float(r["temperature"]), r["persona"], r["variant"], r["perturb_seed"],
+                        float(r["perturb_scale"] or 0.0)) for r in picked]
+    if n is not None:
+        if len(agents) < n:
+            raise ValueError(f"society {selector}: {len(agents)} members, the method needs {n}")
+        agents = agents[:n]
+    return agents
+
+
+def society_size(selector: str, societies: dict, persona_temperatures: Sequence[float]) -> int:
+    """How many members ``selector`` picks under config ``societies`` (known before the pool runs):
+    k for the selectors (at most the pool), the matching plain agents for ``default``."""
+    pool = societies.get("pool") or {}
+    agents = pool_agents(pool.get("temperatures", ()), pool.get("personas", ()), pool.get("variants", ()),
+                         pool.get("perturbations") or ())
+    if selector == "default":
+        return sum(a.persona == "plain" and a.variant == "standard" and a.perturb_seed is None
+                   and a.temperature in persona_temperatures for a in agents)
+    return min(int(societies.get("k", 3)), len(agents))
 
 
 def split_of(seed: int, keys: Sequence[tuple[str, str]], selection_fraction: float) -> dict[tuple[str, str], str]:

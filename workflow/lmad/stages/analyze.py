@@ -12,6 +12,7 @@ from ..display import fmt, markdown, pct
 from ..headline import headline, score_expr, score_vectors
 from ..judge_battery import cohen_kappa
 from ..schemas import read_table, write_table
+from ..societies import held_out_note
 from ..stats import macro_average, paired_bootstrap_diff
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,8 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
             "\nCost per question (mean over datasets):\n",
             markdown(["Method", "Calls", "Generated tokens"],
                      [[m, fmt(cost[m]["calls_per_q"]), fmt(cost[m]["completion_tokens_per_q"], digits=1)]
-                      for m in methods if m in cost])]
+                      for m in methods if m in cost]),
+            held_out_note(methods)]
     write_text(table_md, "".join(text))
     log.info("wrote %s (headline %s)", table_md, head.metric)
 

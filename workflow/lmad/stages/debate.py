@@ -8,7 +8,10 @@ Round t of method m on a dataset lives in ``results/{backbone}/{dataset}/{m}/``:
   round{t}_state.parquet  (debate_state)  every question: still debating, or stopped (reason, answer)
 
 Round 0 of a protocol that opens like self-consistency (with the persona temperatures) is
-the shared ``samples/proposals.parquet``, copied without a call. The protocol itself
+the shared ``samples/proposals.parquet``, copied without a call. A method with a selected
+society (``mad+ac-greedy``; lmad.societies) reads the society file
+(``results/{backbone}/societies/members.parquet``) in every round: its agents are the members,
+each on the backend of its weights, and its round 0 is the members' own calls. The protocol itself
 (stages, visibility, stop rule) is data in ``lmad.protocols.debate.methods``.
 """
 from __future__ import annotations
@@ -16,9 +19,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from .. import societies as so
 from ..backends import open_backend
 from ..prompts import load_prompt
 from ..protocols.debate import debate_prediction_rows, run_round
+from ..protocols.debate.engine import Member
 from ..registry import method as registered_method
 from ..tones import tone_role
 from ..schemas import read_table, write_table
@@ -33,11 +38,12 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
                  cache_dir: str, method: str, round_index: int, last: bool, temperatures: list[float],
                  manners: list[str], max_tokens: int, aux_max_tokens: dict, seed: int, provenance: dict,
                  proposals: list[str] | None = None, previous: list[str] | None = None,
-                 previous_state: list[str] | None = None, persistence: float = 0.0, **prompt_files: str) -> None:
+                 previous_state: list[str] | None = None, persistence: float = 0.0, members: str | None = None,
+                 **prompt_files: str) -> None:
     """Round ``round_index`` of ``method`` on every dataset at once: every stage of the
-    round in one batch per step. Every path argument is a list aligned with ``questions``
-    (one entry per dataset); ``prompt_files``: ``prompt_<role>`` paths of the roles this
-    round uses."""
+    round in one batch per step. Every path argument but ``members`` is a list aligned with
+    ``questions`` (one entry per dataset); ``prompt_files``: ``prompt_<role>`` paths of the roles
+    this round uses; ``members``: the society file of a method with a society."""
     bad = [k for k in prompt_files if not k.startswith(PROMPT_PREFIX)]
     if bad:
         raise TypeError(f"debate_round: unexpected arguments {bad}")
@@ -61,19 +67,44 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
         return [r for p in paths for r in read_table(name, p).to_dicts()] if paths else None
 
     backend = open_backend(model, cache_dir)
+    society = society_members(spec.society, members, spec.protocol.agents, model, cache_dir, backend)
     result = run_round(
         spec.protocol, method, round_index, last, qs, backend, prompts, temperatures, manners, seed, max_tokens,
         aux_max_tokens, previous=rows("samples", previous) or (), previous_state=rows("debate_state", previous_state),
-        proposals=rows("samples", proposals), tone=tone, self_report=self_report, persistence=persistence)
+        proposals=rows("samples", proposals), tone=tone, self_report=self_report, persistence=persistence,
+        members=society)
     for name, table, paths in (("samples", result.samples, samples), ("debate_steps", result.steps, steps),
                                ("debate_state", result.state, state)):
         for path, unit_rows in zip(paths, split_rows(len(paths), [owner[r["qid"]] for r in table], table)):
             write_table(name, unit_rows, path, provenance)
     stops = Counter(s["stop_reason"] for s in result.state if not s["active"] and s["stop_round"] == round_index)
     source = "reused the shared proposals; " if proposals else ""
+    if society:
+        source += f"{spec.society} society {[m.agent.name for m in society]}; "
     log.info("%s round %d: %d active questions of %d datasets, %s%d model calls (%d answers, %d other steps); "
              "stopped now: %s; %s", method, round_index, result.active, len(questions), source, result.calls,
-             len(result.samples), len(result.steps), dict(stops), backend.stats())
+             len(result.samples), len(result.steps), dict(stops),
+             "; ".join(b.stats() for b in {id(b): b for b in [backend, *(m.backend for m in society)]}.values()))
+
+
+def society_members(selector: str | None, members: str | None, agents: int | None, model: dict, cache_dir: str,
+                    backend) -> list[Member]:
+    """The debating members of ``selector``'s society (none for a method without one): the
+    society file's members in pick order (the first ``agents`` of them for a protocol with a
+    fixed count), each on ``backend`` or, when perturbed, on one backend per distinct
+    perturbation (backends/perturb.py; a model copy loaded on its first cache miss)."""
+    if selector is None:
+        return []
+    if not members:
+        raise ValueError(f"society {selector}: the round has no society file (input members)")
+    weights = {None: backend}
+    out = []
+    for agent in so.members_of(read_table("society_members", members).to_dicts(), selector, agents):
+        key = None if agent.perturb is None else (agent.perturb_seed, agent.perturb_scale)
+        if key not in weights:
+            weights[key] = open_backend(dict(model) | {"perturb": agent.perturb}, cache_dir)
+        out.append(Member(agent, weights[key]))
+    return out
 
 
 def debate_predict(questions: str, samples: list[str], steps: list[str], final_state: str, predictions: str,

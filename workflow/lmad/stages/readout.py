@@ -16,6 +16,7 @@ from ..paper import label
 from ..paper import readout as ro
 from ..registry import METHODS
 from ..schemas import read_table
+from ..societies import held_out_note
 from .paper import _golds, load
 
 log = logging.getLogger(__name__)
@@ -146,7 +147,8 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
                "(asserted on every row). Overturns: the finalizer's answer differs from that round's majority vote; "
                "right = correct where the vote was wrong, wrong = incorrect where the vote was right. Calls and "
                "generated tokens per question: the method's calls through that round plus the finalizer's own "
-               "(tie judge: only on ties; LVD: one verifier call per distinct candidate, none when all agree).\n")
+               "(tie judge: only on ties; LVD: one verifier call per distinct candidate, none when all agree).\n"
+               + held_out_note(methods))
     log.info("readout: %d rows (%d finalized files)", len(frame), len(finalized))
 
 

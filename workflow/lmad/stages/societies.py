@@ -5,7 +5,9 @@ coverage-selected societies (library ``lmad.societies``).
 per set of weights (the unperturbed model; each seeded perturbation is its own model load), all
 questions × agents of those weights in it. ``society_select``: AC-Greedy, SC-Greedy, top-K and the
 default personas on the selection split, each evaluated on the disjoint evaluation split (no
-model calls). ``paper_societies``: results/paper/societies.{csv,md} over backbones.
+model calls). ``paper_societies``: results/paper/societies.{csv,md} over backbones, and each
+debating method run with a society (``mad+ac-greedy``) beside its plain method on each split
+(results/paper/society_debates.csv): only the evaluation split is held out from the selection.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from ..atomic import write_csv, write_text
 from ..backends import open_backend
 from ..display import fmt, markdown
 from ..prompts import load_prompt
+from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
 
@@ -138,11 +141,33 @@ def society_select(pool: str, members: str, evaluation: str, k: int, sc_min_supp
         log.info("%s on %s: size %d, hit %s, vote %s", r["selector"], r["split"], r["size"], r["hit"], r["vote"])
 
 
-LABELS = {"ac_greedy": "AC-Greedy", "sc_greedy": "SC-Greedy", "top_k": "Top-K (accuracy)", "default": "Default personas"}
+LABELS = so.LABELS
+
+
+def debate_rows(pools: list[str], predictions: list[str], questions: list[str]) -> list[dict]:
+    """Official EM of each predictions table (a society method or its plain method) on each split of
+    its backbone's pool: the selection split chose the society, so only the evaluation split is a
+    held-out figure for a society method."""
+    golds = {(q["dataset"], q["qid"]): [q["answer"], *(q["aliases"] or [])]
+             for p in questions for q in read_table("questions", p).to_dicts()}
+    split = {}
+    for p in pools:
+        b = layout.parse(p).backbone
+        split |= {(b, r["dataset"], r["qid"]): r["split"]
+                  for r in read_table("society_pool", p).unique(["dataset", "qid"]).to_dicts()}
+    right: dict[tuple, list[int]] = defaultdict(list)
+    for p in predictions:
+        b = layout.parse(p).backbone
+        for r in read_table("predictions", p).to_dicts():
+            ok = bool(exact_match(r["prediction"] or "", golds[(r["dataset"], r["qid"])]))
+            right[(b, r["method"], split[(b, r["dataset"], r["qid"])])].append(ok)
+    return [{"backbone": b, "method": m, "society": registered_method(m).society or "", "split": sp, "n": len(v),
+             "accuracy": 100 * sum(v) / len(v)} for (b, m, sp), v in sorted(right.items())]
 
 
 def societies_table(evaluation: list[str], members: list[str], csv: str, md: str, provenance: dict,
-                    code: str = "") -> None:
+                    code: str = "", pools: list[str] = (), predictions: list[str] = (), questions: list[str] = (),
+                    debates_csv: str | None = None) -> None:
     ev = pl.concat([read_table("society_eval", p).with_columns(pl.lit(layout.parse(p).backbone).alias("backbone"))
                     for p in evaluation]) if evaluation else pl.DataFrame()
     write_csv(csv, ev)
@@ -161,9 +186,30 @@ def societies_table(evaluation: list[str], members: list[str], csv: str, md: str
         for sel in mem["selector"].unique(maintain_order=True).to_list():
             picked = mem.filter(pl.col("selector") == sel).sort("rank")["agent_name"].to_list()
             names.append(f"- {layout.parse(p).backbone} · {LABELS.get(sel, sel)}: {', '.join(picked)}")
+    debates = debate_rows(pools, predictions, questions) if predictions else []
+    if debates_csv:
+        write_csv(debates_csv, pl.DataFrame(debates, schema={"backbone": pl.Utf8, "method": pl.Utf8,
+                                                             "society": pl.Utf8, "split": pl.Utf8, "n": pl.Int64,
+                                                             "accuracy": pl.Float64}))
     write_text(md, "# Coverage-selected societies (official EM)\n\n" + markdown(
         ["Backbone", "Society", "Agents", "Selection coverage (AC / SC)", "Eval. proposal hit", "Eval. vote",
          "Eval. member acc.", "Calls / q", "Gen. tokens / q"], rows)
         + "\nSelected on the selection split, evaluated on the disjoint evaluation split (% of its questions; "
         "one call per member per question). AC = labeled answer coverage, SC = label-free support coverage "
-        "(lmad/societies.py).\n\nMembers, in pick order:\n" + "\n".join(names) + "\n")
+        "(lmad/societies.py).\n\nMembers, in pick order:\n" + "\n".join(names) + "\n" + _debates_markdown(debates))
+
+
+def _debates_markdown(debates: list[dict]) -> str:
+    if not debates:
+        return ""
+    cell = {(r["backbone"], r["method"], r["split"]): r for r in debates}
+    rows = []
+    for b, m in dict.fromkeys((r["backbone"], r["method"]) for r in debates):
+        ev, sel = cell.get((b, m, "evaluation")), cell.get((b, m, "selection"))
+        rows.append([b, registered_method(m).label, *(f"{fmt(r['accuracy'])} (n = {r['n']})" if r else "–"
+                                                      for r in (ev, sel))])
+    return ("\n## Debating with a selected society (official EM)\n\n" + markdown(
+        ["Backbone", "Method", "Evaluation split (held out)", "Selection split (not held out)"], rows)
+        + "\nA society was picked on the selection split's questions, so a society method's accuracy there is "
+        "not a held-out figure; compare methods on the evaluation split. Every other table of the run scores "
+        "each method on all questions.\n")

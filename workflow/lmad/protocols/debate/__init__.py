@@ -6,7 +6,8 @@ protocols; rules/debate.smk runs one job per method and round.
 from .decisions import DEBATE_STOP_REASONS
 from .engine import deal_notes, debate_prediction_rows, run_round
 from .methods import PROTOCOLS, protocol
-from .spec import MANNERS, Protocol, Setting, resolve_setting
+from .spec import MANNERS, Protocol, Setting, resolve_setting, society_setting
+from ...societies import society_size, split_society
 from ...tones import split_tone
 
 __all__ = ["MANNERS", "PROTOCOLS", "DEBATE_STOP_REASONS", "Protocol", "Setting", "deal_notes", "debate_prediction_rows",
@@ -15,5 +16,15 @@ __all__ = ["MANNERS", "PROTOCOLS", "DEBATE_STOP_REASONS", "Protocol", "Setting",
 
 def setting_of(method: str, config: dict) -> Setting:
     """A method's resolved setting from the whole workflow config (a toned variant,
-    ``mad@hostile``, takes its base method's setting)."""
-    return resolve_setting(protocol(split_tone(method)[0]), config.get("debate") or {}, config["agents"]["temperatures"])
+    ``mad@hostile``, takes its base method's setting; a society variant, ``mad+ac-greedy``,
+    its rounds and manners, with the society's members as agents)."""
+    name, selector = split_society(split_tone(method)[0])
+    debate, personas = config.get("debate") or {}, config["agents"]["temperatures"]
+    if selector is None:
+        return resolve_setting(protocol(name), debate, personas)
+    societies = config.get("societies") or {}
+    if not societies.get("enabled"):
+        raise ValueError(f"config methods: {method!r} debates with the {selector} society, but societies.enabled "
+                         "is false (no society is selected)")
+    where = "agents.temperatures / societies.pool (default personas)" if selector == "default" else "societies.k"
+    return society_setting(protocol(name), debate, selector, society_size(selector, societies, personas), where)

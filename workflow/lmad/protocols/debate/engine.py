@@ -19,6 +19,12 @@ Outputs of a round, as table rows:
 Seeds: round 0 ``Solve`` uses the proposal seed ``derive_seed(seed, qid, agent)``; every
 other agent call ``derive_seed(seed, qid, kind, t, agent, ...)`` without the method
 name, so MAD and Consensus send identical revision requests and share them in the cache.
+
+A society (``members``: a selected society of lmad.societies, README "Coverage-selected
+societies") replaces the temperature-only agents: agent i speaks with member i's temperature,
+persona and prompt variant (``societies.member_prompt``) through the backend of member i's
+weights; round 0 ``Solve`` repeats the member's pool call (its prompt and pool seed). Each step
+is then one ``generate`` batch per distinct set of weights.
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ from ...answers import extract_answer, normalize_answer
 from ...cost import call_columns, cost_per_question
 from ...backends import Backend, ChatRequest, Completion
 from ...prompts import Prompt
+from ...societies import PoolAgent, member_prompt
 from ...disagreement.labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
                                     parse_self_report, self_report_request)
 from ...solver import derive_seed, job_yes_no
@@ -74,12 +81,34 @@ class CallSequence:
         return self.completions[-1].text
 
 
-def run_chains(backend: Backend, chains: Sequence[CallSequence], prompts: dict[str, Prompt]) -> int:
-    """Step k of every chain in one ``generate``; returns the number of calls."""
+@dataclass(frozen=True)
+class Member:
+    """A society agent: its pool agent (temperature, persona, variant, weights) and the backend
+    of its weights (one per distinct perturbation, shared by the members on those weights)."""
+
+    agent: PoolAgent
+    backend: Backend
+
+
+def generate_by_backend(jobs: Sequence[tuple[Backend, ChatRequest]]) -> list[Completion]:
+    """Completions in ``jobs`` order, one ``generate`` batch per distinct backend."""
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, (backend, _) in enumerate(jobs):
+        groups[id(backend)].append(i)
+    out: list[Completion | None] = [None] * len(jobs)
+    for idx in groups.values():
+        for i, completion in zip(idx, jobs[idx[0]][0].generate([jobs[i][1] for i in idx])):
+            out[i] = completion
+    return out
+
+
+def run_chains(chains: Sequence[CallSequence], backend_of, prompts_of) -> int:
+    """Step k of every chain in one ``generate`` per backend (``backend_of(agent)``; one for
+    every chain unless a society's members sit on perturbed weights); returns the number of calls."""
     calls = 0
     for k in range(max((len(c.steps) for c in chains), default=0)):
         live = [c for c in chains if len(c.steps) > k]
-        completions = backend.generate([c.request(k, prompts) for c in live])
+        completions = generate_by_backend([(backend_of(c.agent), c.request(k, prompts_of(c.agent))) for c in live])
         for chain, completion in zip(live, completions):
             chain.completions.append(completion)
         calls += len(live)
@@ -117,7 +146,9 @@ class _Round:
     seed: int
     max_tokens: int
     aux_max_tokens: dict
+    backend: Backend
     tone: str = ""  # tone instruction of this round's debate turns ("" at t = 0 and for neutral)
+    members: tuple[Member, ...] = ()  # a society's agents (empty: temperature-only agents)
     current: dict[str, dict[int, dict]] = field(default_factory=lambda: defaultdict(dict))
     advice: dict[str, dict[int, list]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     verdicts: dict[str, Verdict] = field(default_factory=dict)
@@ -126,6 +157,7 @@ class _Round:
     answered: list[CallSequence] = field(default_factory=list)  # every agent turn of the round
     calls: int = 0
     fields: dict[str, dict[str, str]] = field(default_factory=dict)  # question_fields per qid, built once
+    _voiced: dict[int, dict[str, Prompt]] = field(default_factory=dict)
 
     @property
     def agents(self) -> range:
@@ -151,8 +183,21 @@ class _Round:
         return CallSequence(qid, name, agent, steps, seeds, self.temperatures[agent], self.max_tokens,
                      self.base(qid) | fields, answers=True, tone=self.tone)
 
-    def run(self, backend: Backend, chains: list[CallSequence]) -> list[CallSequence]:
-        self.calls += run_chains(backend, chains, self.prompts)
+    def backend_of(self, agent: int) -> Backend:
+        """A society member's weights; the judge and the moderator (no agent) use the model's own."""
+        return self.members[agent].backend if self.members and agent != NO_AGENT else self.backend
+
+    def prompts_of(self, agent: int) -> dict[str, Prompt]:
+        """The prompts as agent ``agent`` is asked them: under its persona and variant in a society."""
+        if not self.members or agent == NO_AGENT:
+            return self.prompts
+        if agent not in self._voiced:
+            pool = self.members[agent].agent
+            self._voiced[agent] = {role: member_prompt(p, role, pool) for role, p in self.prompts.items()}
+        return self._voiced[agent]
+
+    def run(self, chains: list[CallSequence]) -> list[CallSequence]:
+        self.calls += run_chains(chains, self.backend_of, self.prompts_of)
         return chains
 
     def record(self, chains: list[CallSequence]) -> None:
@@ -184,14 +229,18 @@ class _Round:
 
 # ------------------------------------------------------------------- one function per stage
 
-def _solve(stage: Solve, rnd: _Round, backend: Backend) -> None:
-    chains = [CallSequence(qid, "solve", a, (Step(ANSWER, "solver"),), (rnd.seed_of(qid, a),), rnd.temperatures[a],
+def _solve(stage: Solve, rnd: _Round) -> None:
+    # a society member repeats its pool call (lmad.stages.societies: the pool's seed), else the proposal seed
+    def seed(qid: str, a: int) -> int:
+        return rnd.seed_of(qid, "society", rnd.members[a].agent.name) if rnd.members else rnd.seed_of(qid, a)
+
+    chains = [CallSequence(qid, "solve", a, (Step(ANSWER, "solver"),), (seed(qid, a),), rnd.temperatures[a],
                     rnd.max_tokens, rnd.base(qid) | {"committed": ""}, answers=True)
               for qid in rnd.active for a in rnd.agents]
-    rnd.record(rnd.run(backend, chains))
+    rnd.record(rnd.run(chains))
 
 
-def _reason(stage: Reason, rnd: _Round, backend: Backend) -> None:
+def _reason(stage: Reason, rnd: _Round) -> None:
     chains = []
     for qid in rnd.active:
         prev = rnd.previous(qid)
@@ -200,7 +249,7 @@ def _reason(stage: Reason, rnd: _Round, backend: Backend) -> None:
                       "debate": views.final_answers(prev, a, rnd.protocol.label),
                       "advice": views.advice(rnd.advice[qid][a])}
             chains.append(rnd.agent_chain(qid, a, rnd.manners[a], MANNERS[rnd.manners[a]], fields))
-    rnd.record(rnd.run(backend, chains))
+    rnd.record(rnd.run(chains))
 
 
 #: Per advice mode: the step name of its calls, and how the recipient sees each item.
@@ -208,7 +257,7 @@ ADVICE_STEP = {"peer": "advise", "notes": "note", "self": "self_critique"}
 ADVICE_ITEM = {"peer": "From {source}", "notes": "Note", "self": "Your own critique"}
 
 
-def _advise(stage: Advise, rnd: _Round, backend: Backend) -> None:
+def _advise(stage: Advise, rnd: _Round) -> None:
     label, k, name = rnd.protocol.label, len(rnd.temperatures), ADVICE_STEP[stage.mode]
     step = Step(name, ADVICE_ROLES[stage.mode])
     chains = []
@@ -225,7 +274,7 @@ def _advise(stage: Advise, rnd: _Round, backend: Backend) -> None:
                 jobs = [(a, s, fields) for s in range(k - 1)]
             chains += [CallSequence(qid, name, a, (step,), (rnd.seed_of(qid, name, rnd.t, a, r, s),), rnd.temperatures[a],
                              rnd.aux_max_tokens["advice"], f, target=r, slot=s, tone=rnd.tone) for r, s, f in jobs]
-    rnd.run(backend, chains)
+    rnd.run(chains)
     by_qid = defaultdict(list)  # grouped once: a scan per question is quadratic in the questions
     for c in chains:
         by_qid[c.qid].append(c)
@@ -240,7 +289,7 @@ def _advise(stage: Advise, rnd: _Round, backend: Backend) -> None:
     rnd.record(chains)
 
 
-def _revise(stage: Revise, rnd: _Round, backend: Backend) -> None:
+def _revise(stage: Revise, rnd: _Round) -> None:
     chains = []
     for qid in rnd.active:
         prev = rnd.previous(qid)
@@ -249,10 +298,10 @@ def _revise(stage: Revise, rnd: _Round, backend: Backend) -> None:
                       "others": views.peers(prev, a, rnd.protocol.label),
                       "advice": views.advice(rnd.advice[qid][a])}
             chains.append(rnd.agent_chain(qid, a, "revise", (Step(ANSWER, stage.role),), fields))
-    rnd.record(rnd.run(backend, chains))
+    rnd.record(rnd.run(chains))
 
 
-def _turn(stage: Turn, rnd: _Round, backend: Backend) -> None:
+def _turn(stage: Turn, rnd: _Round) -> None:
     a, chains = stage.agent, []
     for qid in rnd.active:
         prev, now = rnd.previous(qid), {j: r["response"] for j, r in rnd.current[qid].items()}
@@ -260,7 +309,7 @@ def _turn(stage: Turn, rnd: _Round, backend: Backend) -> None:
         fields = {"self_label": rnd.protocol.label(a), "own": views.own_turn(prev.get(a)),
                   "opponent": views.opponents(latest, rnd.protocol.label)}
         chains.append(rnd.agent_chain(qid, a, "turn", (Step(ANSWER, stage.role),), fields))
-    rnd.record(rnd.run(backend, chains))
+    rnd.record(rnd.run(chains))
 
 
 def _verdict_chains(rnd: _Round, qids: list[str], name: str, role: str, schema: dict, max_tokens: int) -> list[CallSequence]:
@@ -271,15 +320,15 @@ def _verdict_chains(rnd: _Round, qids: list[str], name: str, role: str, schema: 
             for qid in qids]
 
 
-def _judge(stage: Judge, rnd: _Round, backend: Backend) -> None:
-    chains = rnd.run(backend, _verdict_chains(rnd, rnd.active, "judge", stage.role, JUDGE_SCHEMA,
+def _judge(stage: Judge, rnd: _Round) -> None:
+    chains = rnd.run(_verdict_chains(rnd, rnd.active, "judge", stage.role, JUDGE_SCHEMA,
                                               rnd.aux_max_tokens["judge"]))
     for chain in chains:
         chain.verdict = rnd.verdicts[chain.qid] = parse_judge(chain.text, rnd.yes_no(chain.qid))
     rnd.record(chains)
 
 
-def self_reports(rnd: _Round, backend: Backend, prompt: Prompt, persistence: float = 0.0) -> None:
+def self_reports(rnd: _Round, prompt: Prompt, persistence: float = 0.0) -> None:
     """Layer A (lmad.disagreement.labels): every agent turn of the round, in one batch, is
     followed in its own conversation (the turn's last prompt, tone included, and its reply)
     by the self-report request, constrained to the label's JSON schema; the strict parse and
@@ -295,9 +344,9 @@ def self_reports(rnd: _Round, backend: Backend, prompt: Prompt, persistence: flo
         for c in chains:
             if random.Random(rnd.seed_of(c.qid, "persist", rnd.t, c.agent)).random() < persistence:
                 jobs += [(PERSIST_REMOVED, c, replace(c, tone="")), (PERSIST_KEPT, c, c)]
-    requests = [self_report_request(asked.request(len(c.steps) - 1, rnd.prompts), c.text, prompt,
+    requests = [self_report_request(asked.request(len(c.steps) - 1, rnd.prompts_of(c.agent)), c.text, prompt,
                                     rnd.seed_of(c.qid, step, rnd.t, c.agent)) for step, c, asked in jobs]
-    completions = backend.generate(requests) if requests else []
+    completions = generate_by_backend([(rnd.backend_of(c.agent), r) for (_, c, _), r in zip(jobs, requests)])
     rnd.calls += len(requests)
     for (step, c, _), req, completion in zip(jobs, requests, completions):
         label, error = parse_self_report(completion.text)
@@ -326,7 +375,8 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
               prompts: dict[str, Prompt], temperatures: Sequence[float], manners: Sequence[str], seed: int,
               max_tokens: int, aux_max_tokens: dict, previous: Sequence[dict] = (),
               previous_state: Sequence[dict] | None = None, proposals: Sequence[dict] | None = None,
-              tone: str = "", self_report: Prompt | None = None, persistence: float = 0.0) -> RoundResult:
+              tone: str = "", self_report: Prompt | None = None, persistence: float = 0.0,
+              members: Sequence[Member] = ()) -> RoundResult:
     """Round ``t`` of ``protocol`` for the questions still active after round t-1.
 
     ``previous``: the round t-1 ``samples`` rows; ``previous_state``: the round t-1
@@ -335,6 +385,8 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
     instruction (lmad.tones) of the debate turns of rounds t >= 1; ``self_report``: the
     layer-A prompt, asked after every agent turn of rounds t >= 1 (None: not asked);
     ``persistence``: the share of a toned round's turns re-asked for layer C (``self_reports``).
+    ``members``: a society's agents (their temperatures replace ``temperatures``); ``backend``
+    then serves only the judge and the moderator (and members on the unperturbed weights).
     """
     qs = {q["qid"]: q for q in questions}
     if previous_state is None:
@@ -345,12 +397,14 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
     prev: dict[str, dict[int, dict]] = defaultdict(dict)
     for row in previous:
         prev[row["qid"]][row["agent"]] = row
-    temps = tuple(float(x) for x in temperatures)
+    if members and proposals is not None:
+        raise ValueError(f"{method}: a society's round 0 is its members' own calls, never the shared proposals")
+    temps = tuple(float(m.agent.temperature) for m in members) if members else tuple(float(x) for x in temperatures)
     missing = [q for q in active if t > 0 and sorted(prev[q]) != list(range(len(temps)))]
     if missing:
         raise ValueError(f"round {t}: no round-{t - 1} responses of every agent for questions {missing[:5]}")
     rnd = _Round(protocol, method, t, qs, active, temps, tuple(manners), prev, prompts, seed, max_tokens,
-                 aux_max_tokens, tone=tone if t > 0 else "")
+                 aux_max_tokens, backend, tone=tone if t > 0 else "", members=tuple(members))
 
     if proposals is not None:
         if t != 0 or not protocol.opens_like_self_consistency:
@@ -364,9 +418,9 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
                 rnd.add_answer(dict(row))
     else:
         for stage in protocol.stages(t):
-            STAGES[type(stage)](stage, rnd, backend)
+            STAGES[type(stage)](stage, rnd)
         if self_report is not None and t > 0:
-            self_reports(rnd, backend, self_report, persistence)
+            self_reports(rnd, self_report, persistence)
 
     state = dict(carried)
     undecided = []
@@ -382,7 +436,7 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
         else:
             undecided.append(qid)
     if undecided:
-        chains = rnd.run(backend, _verdict_chains(rnd, undecided, "moderator", MODERATOR_ROLE, MODERATOR_SCHEMA,
+        chains = rnd.run(_verdict_chains(rnd, undecided, "moderator", MODERATOR_ROLE, MODERATOR_SCHEMA,
                                                   aux_max_tokens["moderator"]))
         for chain in chains:
             chain.verdict = parse_moderator(chain.text, rnd.yes_no(chain.qid))

@@ -197,6 +197,8 @@ class Setting:
     rounds: int  # R revision rounds after round 0
     manners: tuple[str, ...]  # one per agent; empty unless the protocol reasons in manners
     shares_proposals: bool  # round 0 is results/.../samples/proposals.parquet
+    society: str | None = None  # the selector whose members debate (temperatures then come from its file)
+    members: int = 0  # how many of the society's members debate (its first, in pick order)
 
 
 def resolve_setting(protocol: Protocol, debate: Mapping, persona_temperatures: Sequence[float]) -> Setting:
@@ -225,6 +227,14 @@ def resolve_setting(protocol: Protocol, debate: Mapping, persona_temperatures: S
                          "temperatures")
     if len(temps) < 2:
         raise ValueError(f"{where}: a debate needs at least 2 agents, got {len(temps)}")
+    rounds, manners = _rounds_and_manners(protocol, debate, len(temps))
+    shared = protocol.opens_like_self_consistency and temps == persona
+    return Setting(temperatures=temps, rounds=rounds, manners=manners, shares_proposals=shared)
+
+
+def _rounds_and_manners(protocol: Protocol, debate: Mapping, agents: int) -> tuple[int, tuple[str, ...]]:
+    where = f"debate.methods.{protocol.name}"
+    own = dict((debate.get("methods") or {}).get(protocol.name) or {})
     rounds = int(own.get("rounds", debate.get("rounds", 2)))
     if rounds < 0:
         raise ValueError(f"{where}: rounds must be >= 0, got {rounds}")
@@ -234,6 +244,22 @@ def resolve_setting(protocol: Protocol, debate: Mapping, persona_temperatures: S
         unknown = set(pool) - set(MANNERS)
         if unknown or not pool:
             raise ValueError(f"{where}: manners must be a non-empty list of {sorted(MANNERS)}, got {list(pool)}")
-        manners = tuple(islice(cycle(pool), len(temps)))
-    shared = protocol.opens_like_self_consistency and temps == persona
-    return Setting(temperatures=temps, rounds=rounds, manners=manners, shares_proposals=shared)
+        manners = tuple(islice(cycle(pool), agents))
+    return rounds, manners
+
+
+def society_setting(protocol: Protocol, debate: Mapping, selector: str, size: int, where: str) -> Setting:
+    """``protocol`` debating with a selected society of ``size`` members (lmad.societies).
+
+    The agents are the members, in pick order: all of them, or a protocol with a fixed agent count
+    takes the first (dMAD: the first two; a greedy prefix is that selector's pick at that size).
+    Rounds and manners come from ``debate.methods.<protocol>`` as for the plain method; its
+    ``agents`` and ``temperatures`` do not apply (the society fixes them). ``where``: the config
+    key that sets ``size``, for the error."""
+    n = protocol.agents or size
+    if size < n or n < 2:
+        raise ValueError(f"config {where}: the {selector} society has {size} member(s); {protocol.title} with a "
+                         f"society needs at least {max(n, 2)}")
+    rounds, manners = _rounds_and_manners(protocol, debate, n)
+    return Setting(temperatures=(), rounds=rounds, manners=manners, shares_proposals=False, society=selector,
+                   members=n)
