@@ -290,6 +290,10 @@ def test_layers_through_snakemake(workdir):
     for tone in ("neutral", "hostile"):  # LMAD: 1 local round, questions that disagree only
         assert f"| scripted | lmad | {tone} | 1 |" in md
     assert read_table("lmad_self_reports", workdir / "results/scripted/disagreement/lmad_self_report.parquet").height
+    import polars as pl  # layer C on LMAD's toned local debate too, re-asked turn for turn (persistence 1.0)
+    cells = {r["method"]: r for r in pl.read_csv(workdir / "results/paper/disagreement.csv").to_dicts()
+             if r["method"].startswith("lmad")}
+    assert cells["lmad@hostile"]["c_pairs"] == cells["lmad@hostile"]["a_labelled"] > 0 and not cells["lmad"]["c_pairs"]
     for tone in TONES:
         for t in (1, 2):
             # 2 datasets x 2 questions x 3 agents; the oracle's self-reports all say "none"
@@ -486,3 +490,67 @@ def test_persistence_table_and_sign_test():
     assert sign_test([0.5, -0.5]) == 1.0 and math.isnan(sign_test([0, 0]))
     empty = persistence({keys[0]: none}, {keys[0]: None}, {})
     assert empty["c_pairs"] == 0 and math.isnan(empty["c_excess"])
+
+
+def test_lmad_persistence_reasks_pair_each_sampled_turn_in_one_batch(tmp_path, monkeypatch):
+    """Layer C on LMAD's local debate (stages.disagreement.lmad_self_report): a sampled turn of a
+    toned method is re-asked twice beside its self-report, in the one batch, once without the
+    tone and once with it, each after the turn's own reply; a neutral method is never re-asked."""
+    import lmad.stages.disagreement as stage
+    from lmad.disagreement.labels import PERSIST_KEPT, PERSIST_REMOVED
+    from lmad.protocols.lmad.local_debate import run_debate
+    from lmad.schemas import write_table
+
+    monkeypatch.chdir(tmp_path)
+    qs = [q | {"qtype": "", "supporting_facts": [], "source": ""} for q in QUESTIONS]
+    write_table("questions", qs, "questions.parquet")
+    loc = {"conflict": "Alpha or Beta", "conflict_fallback": False, "witness": [0, 1, 2], "witness_fallback": [],
+           "witness_claims": ["Alpha", "Beta", "So Beta."],
+           "segments": [["Alpha is a city."], ["Beta is a town."], ["Beta is a town.", "So Beta."]],
+           "raw_output": "", "parse_error": "", "prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "stop",
+           "cached": False}
+    localizations, positions = [], []
+    for name, tone in (("lmad", ""), ("lmad@hostile", TONE)):
+        items = [{"qid": q["qid"], "question": q, "committed": [], "tone": tone} | {k: loc[k] for k in
+                 ("segments", "conflict", "witness_claims")} for q in qs]
+        rows = [r for rs in run_debate(ScriptedBackend(), PROMPTS["debater"], items, 0, 2, PERSONAS, 0, 32) for r in rs]
+        localizations.append(f"results/scripted/hotpotqa/{name}/iter0/localize.parquet")
+        positions.append(f"results/scripted/hotpotqa/{name}/iter0/debate.parquet")
+        write_table("lmad_localizations", [loc | {"qid": q["qid"], "iteration": 0} for q in qs], localizations[-1])
+        write_table("lmad_positions", rows, positions[-1])
+    (tmp_path / "tone.txt").write_text(f"### user\n{TONE}\n")
+    backend, batches = ScriptedBackend(responder=lambda req: '{"agreement": "none", "changed_mind": "no"}'), []
+    real = backend.generate
+    backend.generate = lambda requests: batches.append(list(requests)) or real(requests)
+    backend.stats = lambda: ""
+    monkeypatch.setattr(stage, "open_backend", lambda *a, **k: backend)
+    prompts = REPO / "config" / "prompts"
+    kwargs = dict(questions=["questions.parquet"], localizations=localizations, positions=positions,
+                  prompt=str(prompts / "debater.txt"), prompt_self_report=str(prompts / "self_report.txt"),
+                  model={}, cache_dir="cache", max_tokens=32, seed=0, provenance={}, prompt_tone_hostile="tone.txt")
+    stage.lmad_self_report(reports="half.parquet", persistence=0.5, **kwargs)
+    stage.lmad_self_report(reports="all.parquet", persistence=1.0, **kwargs)
+    [half, everything] = batches  # one batch per job
+    rows = read_table("lmad_self_reports", "all.parquet").to_dicts()
+    turns = 2 * 2 * 3  # questions x rounds x agents, per method
+    assert Counter((r["method"], r["step"]) for r in rows) == {
+        ("lmad", "self_report"): turns, ("lmad@hostile", "self_report"): turns,
+        ("lmad@hostile", PERSIST_REMOVED): turns, ("lmad@hostile", PERSIST_KEPT): turns}
+    assert len(everything) == len(rows) and turns * 2 < len(half) < turns * 4  # a seeded share, not all
+    by = {(r["method"], r["qid"], r["round"], r["agent"], r["step"]): r for r in rows}
+    assert len({r["seed"] for r in rows if r["method"] == "lmad@hostile"}) == 3 * turns  # new seeds
+    # rows are written sorted; the batch goes method by method (lmad first), seeds unique within one
+    sent = {"lmad": {q.seed: q for q in everything[:turns]}, "lmad@hostile": {q.seed: q for q in everything[turns:]}}
+    for r in rows:
+        req = sent[r["method"]][r["seed"]]
+        assert req.messages[-2][0] == "assistant"  # after the turn's own reply
+        assert (TONE in text(req)) == (r["method"] == "lmad@hostile" and r["step"] != PERSIST_REMOVED)
+        if r["step"] != "self_report":  # the same turn, its reply and its question, the tone aside
+            base = sent[r["method"]][by[(r["method"], r["qid"], r["round"], r["agent"], "self_report")]["seed"]]
+            assert req.messages[-2:] == base.messages[-2:]
+            assert text(req).replace(f"\n\n{TONE}", "") == text(base).replace(f"\n\n{TONE}", "")
+    # the table pairs each re-ask with its turn's own label: the oracle never reverts
+    reports = [r | {"backbone": "scripted"} for r in rows]
+    cells = {(c["method"], c["round"]): c for c in disagreement_rows(reports, [], "off")}
+    assert cells[("lmad@hostile", 1)]["c_pairs"] == 6 and cells[("lmad@hostile", 1)]["c_excess"] == 0.0
+    assert cells[("lmad", 1)]["c_pairs"] == 0

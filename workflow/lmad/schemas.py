@@ -233,8 +233,6 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("dataset", _str), ("qid", _str), ("kind", _str), ("order", _int), ("judge_model", _str), ("a", _str),
         ("b", _str), ("raw", _str), ("choice", _str), ("winner", _str), *_CALL,
     ]), ["kind", "dataset", "qid", "order"]),
-    # layer A on LMAD's local debate: one turn's self-report, asked after the turn in its own conversation
-    # (parsed = {"agreement", "changed_mind"} JSON or "", parse_error = why the strict parse failed)
     # layer D (lmad.disagreement.probe): one read of one probe cell (a debater's round-0 answer vs the first
     # peer answering otherwise) in one condition (prior | treat | control): the seven letters' log-probabilities
     # (null when not measured: ``error`` says why), their mass, the renormalized distribution, E and |E - 4|
@@ -243,10 +241,15 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("argument_words", _int), ("condition", _str), ("logprobs", pa.list_(_f64)), ("mass", _f64),
         ("dist", pa.list_(_f64)), ("expected", _f64), ("margin", _f64), ("degenerate", _bool), ("error", _str),
     ]), ["dataset", "qid", "agent", "condition"]),
+    # layer A on LMAD's local debate: one turn's self-report, asked after the turn in its own conversation
+    # (parsed = {"agreement", "changed_mind"} JSON or "", parse_error = why the strict parse failed)
+    # step: self_report (layer A) | persist_removed | persist_kept (layer C: the label re-asked with the tone
+    # instruction deleted / kept, a seeded share of a toned method's turns)
     "lmad_self_reports": (pa.schema([
         ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
-        ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str), ("parse_error", _str), *_CALL,
-    ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
+        ("step", _str), ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str),
+        ("parse_error", _str), *_CALL,
+    ]), ["dataset", "method", "qid", "iteration", "round", "agent", "step"]),
 }
 
 
