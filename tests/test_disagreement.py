@@ -309,6 +309,15 @@ def test_layers_through_snakemake(workdir):
     for tone in ("hostile", "friendly"):
         assert (workdir / f"results/scripted/hotpotqa/mad@{tone}/round2_steps.parquet").exists()
 
+    # the trace viewer shows each turn's labels (layers A, B and C) of debate and LMAD methods alike
+    html = (workdir / "results/paper/viewer/scripted.html").read_text()
+    data = json.loads(html.split('id="data">', 1)[1].split("</script>", 1)[0])
+    assert data["pushback"]["passed"]
+    shown = {(m, tuple(sorted(v))) for q in data["questions"] for m, turns in q["labels"].items() for v in turns.values()}
+    for name in ("mad@hostile", "lmad@hostile"):
+        assert (name, ("A", "B", "C kept", "C removed")) in shown, name
+    assert ("mad", ("A", "B")) in shown
+
     process = (workdir / "results/paper/process.md").read_text()
     for name in ("| scripted | mad | friendly | 24 / 0 |", "| scripted | lmad | hostile |", "CMP1v2"):
         assert name in process, name
