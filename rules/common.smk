@@ -609,7 +609,14 @@ def process_table_inputs(wildcards):
     if LMAD_METHODS:
         inputs["lmad_generate"] = [layout.lmad_table(b, d, m, k, "generate") for b in BACKBONES for d in DATASETS
                                    for m in LMAD_METHODS for k in range(config["lmad"]["iterations"])]
+    if config["process"]["battery_questions"]:
+        inputs["rubric_validation"] = [rubric_validation_file("validation.parquet")]
     return inputs
+
+
+def rubric_validation_file(name):
+    """A file of the rubric judge's validation (the run's judge model; rules/process.smk)."""
+    return layout.judge_validation(JUDGE, f"rubric_{name}")
 
 
 # ---- Pairwise jury (rules/jury.smk; README "Pairwise jury"): off while config jury.pair is empty.

@@ -321,8 +321,9 @@ def test_layers_through_snakemake(workdir):
     process = (workdir / "results/paper/process.md").read_text()
     for name in ("| scripted | mad | friendly | 24 / 0 |", "| scripted | lmad | hostile |", "CMP1v2"):
         assert name in process, name
-    # no battery validates the rubric judge: its means are withheld, not shown
-    assert "| 24 / 0 | unvalidated | unvalidated | unvalidated |" in process and "RP / EI / NC are not shown" in process
+    # the test double scores every reply alike, so the rubric judge fails its battery: its means are withheld
+    assert "| 24 / 0 | FAILED | FAILED | FAILED |" in process and "RP / EI / NC are not shown" in process
+    assert "validation FAILED" in (workdir / "results/judge/scripted/rubric_validation.md").read_text()
     scores = read_table("process_scores", workdir / "results/scripted/disagreement/process_scores.parquet")
     assert scores.height == labels.height  # the rubric scores exactly the replies layer B labels
 
@@ -388,6 +389,80 @@ def test_rubric_judge_is_blind_to_tone_and_identity():
         for forbidden in (TONE, "hostile", "Agent 1", "Agent 2", "changed_mind", "Alpha is a city"):
             assert forbidden not in seen, forbidden
         assert req.constraint == {"json": RUBRIC_SCHEMA}
+
+
+def _rubric_items():
+    from lmad.process import build_rubric_battery
+
+    qs = [q | {"qid": f"q{i}", "answer": ans, "dataset": d, "supporting_facts": [{"title": "Beta", "sent_id": 0,
+                                                                                   "paragraph": 1}]}
+          for i, (d, ans) in enumerate([("hotpotqa", "Alpha"), ("hotpotqa", "yes"), ("musique", "Gamma")])
+          for q in QUESTIONS[:1]]
+    return build_rubric_battery(qs, 5, 0)
+
+
+def test_rubric_battery_is_balanced_and_the_floor_is_two_sided():
+    from lmad.process import DIMENSIONS, HIGH_MIN, validate_rubric
+
+    items = _rubric_items()
+    assert Counter((it.dimension, it.kind) for it in items) == {(d, k): 3 for d in DIMENSIONS for k in ("high", "low")}
+    for it in items:  # the judge's inputs are the rubric's: no gold answer key, no tone, no agent label
+        assert "Beta is a town." in it.reply or it.kind == "low"
+        assert it.own != it.parent and it.reply.strip()
+    nc_low = [it for it in items if (it.dimension, it.kind) == ("nc", "low")]
+    assert all(it.reply == it.own for it in nc_low)  # repeats its own previous response
+
+    def judged(score):
+        return [{"dimension": it.dimension, "kind": it.kind, **{d: score(it, d) for d in DIMENSIONS}} for it in items]
+
+    careful = validate_rubric(judged(lambda it, d: 9 if it.kind == "high" else 2), 0.8)
+    assert careful["passed"] and careful["rp_high"] == careful["nc_low"] == 1.0 and careful["n_unparsed"] == 0
+    for constant in (10, 1, HIGH_MIN):
+        v = validate_rubric(judged(lambda it, d: constant), 0.8)
+        assert not v["passed"] and "recall under 80 %" in v["reason"]
+    # fine on RP and EI, blind on NC: fails, naming NC
+    nc_blind = validate_rubric(judged(lambda it, d: 8 if it.kind == "high" or d == "nc" else 2), 0.8)
+    assert not nc_blind["passed"] and "NC low 0.0 %" in nc_blind["reason"] and "RP" not in nc_blind["reason"]
+    unparsed = validate_rubric(judged(lambda it, d: None), 0.8)
+    assert not unparsed["passed"] and unparsed["n_unparsed"] == len(items) and "unscored" in unparsed["reason"]
+    assert not validate_rubric([], 0.8)["passed"]
+
+
+@pytest.mark.parametrize("passed", [True, False, None])
+def test_process_table_shows_the_rubric_means_only_when_its_judge_passed(tmp_path, monkeypatch, passed):
+    import lmad.stages.process as stage
+    from lmad.schemas import write_table
+
+    monkeypatch.chdir(tmp_path)
+    call = {"prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "stop", "cached": False}
+    write_table("questions", [q | {"qtype": "", "supporting_facts": [], "source": ""} for q in QUESTIONS], "q.parquet")
+    scores = "results/b/disagreement/process_scores.parquet"
+    write_table("process_scores", [
+        {"dataset": "hotpotqa", "method": "mad@hostile", "qid": "q0", "iteration": 0, "round": 1, "agent": a,
+         "judge_model": "j", "rp": 7, "ei": 7, "nc": 4, "raw": "", "parse_error": "", **call} for a in range(3)],
+        scores)
+    write_table("judge_validation", [{"judge_model": "j", "n_correct_items": 4, "n_incorrect_items": 4, "tpr": 1.0,
+                                      "tnr": 1.0, "balanced_acc": 1.0, "n_unscored": 0, "unscored_rate": 0.0,
+                                      "min_recall": 0.8, "passed": True, "reason": "fine"}], "jv.parquet")
+    validation = []
+    if passed is not None:
+        write_table("rubric_validation", [{"judge_model": "j", "n_items": 6, "n_unparsed": 0, "min_recall": 0.8,
+                                           **{f"{d}_{k}": 1.0 if passed else 0.0 for d in ("rp", "ei", "nc")
+                                              for k in ("high", "low")}, "passed": passed,
+                                           "reason": "because"}], "rv.parquet")
+        validation = ["rv.parquet"]
+    stage.process_table(["q.parquet"], [scores], [], "p.csv", "p.md", "jv.parquet", {},
+                        rubric_validation=validation)
+    md = (tmp_path / "p.md").read_text()
+    if passed:
+        assert "| 3 / 0 | 7.00 [7.00, 7.00] | 7.00 [7.00, 7.00] | 4.00 [4.00, 4.00] |" in md and "PASSED" in md
+    else:
+        status = "FAILED" if passed is False else "unvalidated"
+        assert f"| 3 / 0 | {status} | {status} | {status} |" in md and "RP / EI / NC are not shown" in md
+    import polars as pl
+
+    assert pl.read_csv(tmp_path / "p.csv")["rubric_status"].to_list() == [
+        {True: "PASSED", False: "FAILED", None: "unvalidated"}[passed]]
 
 
 def test_transitions_of_lmad_iterations(tmp_path):

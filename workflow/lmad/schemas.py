@@ -227,6 +227,19 @@ TABLES: dict[str, tuple[pa.Schema, list[str]]] = {
         ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str), ("parse_error", _str),
         *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
+    # one authored reply of the rubric's known-answer battery (lmad.process.build_rubric_battery): written to
+    # score high or low on one dimension, and the judge's scores of it (null when the reply did not parse)
+    "rubric_battery": (pa.schema([
+        ("dataset", _str), ("qid", _str), ("dimension", _str), ("kind", _str), ("parent", _str), ("own", _str),
+        ("reply", _str), ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str),
+        ("parse_error", _str), *_CALL,
+    ]), ["dataset", "qid", "dimension", "kind"]),
+    # the rubric judge's validation: per dimension, recall on the high and on the low items; pass/fail and why
+    "rubric_validation": (pa.schema([
+        ("judge_model", _str), ("n_items", _int), ("n_unparsed", _int), ("min_recall", _f64), ("rp_high", _f64),
+        ("rp_low", _f64), ("ei_high", _f64), ("ei_low", _f64), ("nc_high", _f64), ("nc_low", _f64),
+        ("passed", _bool), ("reason", _str),
+    ]), ["judge_model"]),
     # one juror's reply on one ordering of one pair (lmad.jury): kind pair (methods A vs B) | battery (gold as A
     # vs a rival as B); order 0 shows A first; choice 1 | 2 | tie | "" (unparsable); winner a | b | tie | ""
     "jury_verdicts": (pa.schema([
