@@ -69,11 +69,37 @@ def test_turn_labels_of_the_disagreement_layers(tmp_path, monkeypatch):
 
     failed, note = turn_labels([steps], [reports], [labels], validation(False))
     assert "FAILED" in note and not any("B" in v for m in failed[("hotpotqa", "q0")].values() for v in m.values())
-    data = _data(render("t", collect(["questions.parquet"], [], [], [], failed), "", note))
+    rounds = []
+    for t in (0, 1):  # the debate's rounds, so the page has turns to label
+        rounds.append(f"results/scripted/hotpotqa/mad@hostile/round{t}.parquet")
+        write_table("samples", [{"qid": "q0", "stage": "mad@hostile", "round": t, "agent": a, "temperature": 0.5,
+                                 "seed": 0, "response": f"r{t}{a}", "answer": "Alpha", "answer_norm": "alpha",
+                                 "answer_method": "answer_line", **call} for a in (0, 1)], rounds[-1])
+    html = render("t", collect(["questions.parquet"], [], [], rounds, failed), "", note)
+    data = _data(html)
     assert data["pushback"] == {"note": note, "passed": False}
-    assert "judge FAILED its validation" in html  # the page says so where the labels would be
+    dom = _dom(html, tmp_path)
+    if dom is not None:  # rendered: each turn says B's judge FAILED, A and C stay
+        assert "A self-report: full (changed mind: no) · B pushback: judge FAILED its validation, labels not shown" \
+            " · C re-ask, tone removed: none (changed mind: yes); kept: full (changed mind: no)" in dom
+        assert "A self-report: unparsable · B pushback: judge FAILED" in dom and 'id="pushback-note"' in dom
 
     # layers off: no input, no label, no note; the page is what it was
     assert turn_labels() == ({}, "")
     data = _data(render("t", collect(["questions.parquet"], [], [], []), ""))
     assert data["pushback"] is None and data["questions"][0]["labels"] == {}
+
+
+def _dom(html: str, tmp_path):
+    """The page as headless Chromium renders it (None without Chromium: the data checks stand)."""
+    import shutil
+    import subprocess
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return None
+    page = tmp_path / "viewer.html"
+    page.write_text(html)
+    return subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=120).stdout
