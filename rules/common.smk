@@ -537,8 +537,8 @@ def disagreement_on():
 
 
 def persistence_params():
-    """Layer C's share of re-asked turns for rule debate_round; nothing when off (so the
-    default config's rounds keep their params)."""
+    """Layer C's share of re-asked turns for rules debate_round and lmad_self_report; nothing
+    when off (so the default config's jobs keep their params)."""
     share = DISAGREEMENT["persistence"] if DISAGREEMENT["self_report"] else 0
     return {"persistence": share} if share else {}
 
@@ -571,6 +571,21 @@ def disagreement_inputs(wildcards):
     if DISAGREEMENT["pushback"]:
         inputs["labels"] = [layout.disagreement(b, "pushback.parquet") for b in BACKBONES]
         inputs["validation"] = [pushback_validation_file("validation.parquet")]
+    return inputs
+
+
+def viewer_label_inputs(wildcards):
+    """The trace viewer's disagreement labels of one backbone: only the layers that are on (none
+    by default, so the viewer needs no disagreement job)."""
+    inputs = {}
+    if DISAGREEMENT["self_report"] and DEBATE_METHODS:
+        inputs["steps"] = [layout.debate_round(wildcards.backbone, d, m, t, "_steps") for d in DATASETS
+                           for m in DEBATE_METHODS for t in range(1, debate_setting(m).rounds + 1)]
+    if DISAGREEMENT["self_report"] and LMAD_METHODS:
+        inputs["lmad_reports"] = [layout.disagreement(wildcards.backbone, "lmad_self_report.parquet")]
+    if DISAGREEMENT["pushback"] and (DEBATE_METHODS or LMAD_METHODS):
+        inputs["labels"] = [layout.disagreement(wildcards.backbone, "pushback.parquet")]
+        inputs["pushback_validation"] = [pushback_validation_file("validation.parquet")]
     return inputs
 
 
@@ -616,7 +631,14 @@ def process_table_inputs(wildcards):
     if LMAD_METHODS:
         inputs["lmad_generate"] = [layout.lmad_table(b, d, m, k, "generate") for b in BACKBONES for d in DATASETS
                                    for m in LMAD_METHODS for k in range(config["lmad"]["iterations"])]
+    if config["process"]["battery_questions"]:
+        inputs["rubric_validation"] = [rubric_validation_file("validation.parquet")]
     return inputs
+
+
+def rubric_validation_file(name):
+    """A file of the rubric judge's validation (the run's judge model; rules/process.smk)."""
+    return layout.judge_validation(JUDGE, f"rubric_{name}")
 
 
 # ---- Pairwise jury (rules/jury.smk; README "Pairwise jury"): off while config jury.pair is empty.

@@ -75,8 +75,9 @@ rule disagreement_table:
         "../workflow/scripts/disagreement_table.py"
 
 
-# Layer A on LMAD's local debate: each turn rebuilt from its stage tables and followed by the
-# debater's self-report (one job per backbone, one batch, the backbone's model).
+# Layers A and C on LMAD's local debate: each turn rebuilt from its stage tables and followed by
+# the debater's self-report, and a seeded share of a toned method's turns re-asked with the tone
+# deleted / kept (one job per backbone, one batch, the backbone's model).
 rule lmad_self_report:
     input:
         **lmad_tone_prompts(),
@@ -95,6 +96,7 @@ rule lmad_self_report:
         **model_params(),
         max_tokens=config["lmad"]["max_tokens"]["debater"],
         seed=config["seed"],
+        **persistence_params(),
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)

@@ -161,10 +161,11 @@ rule paper_figures:
 
 rule paper_viewer:
     input:
+        unpack(viewer_label_inputs),
         validation=judge_validation_file(),
         questions=configured_questions(),
         judgments=paper_judgments,
-        traces=paper_traces(),
+        traces=paper_traces(LMAD_METHODS),
         rounds=paper_rounds,
     output:
         html=paper_report("viewer/{backbone}.html", "viewer"),
@@ -175,6 +176,7 @@ rule paper_viewer:
         code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.viewer",
+            "lmad.paper.viewer.turn_labels",
             "lmad.paper.viewer.collect",
             "lmad.paper.viewer.render",
         ),

@@ -31,6 +31,34 @@ rule process_scores:
         "../workflow/scripts/process_scores.py"
 
 
+# The rubric judge's known-answer battery (lmad.process.build_rubric_battery): the table shows the
+# rubric means only when it passes (one job, the run's judge model, one batch).
+rule rubric_validation:
+    input:
+        questions=configured_questions(),
+        prompt=config["prompts"]["process_rubric"],
+        weights=model_files(config["judge"]["model"]),
+    output:
+        battery=rubric_validation_file("battery.parquet"),
+        validation=rubric_validation_file("validation.parquet"),
+        report=rubric_validation_file("validation.md"),
+    log:
+        f"logs/judge_validation/{config['judge']['model']}.rubric.log",
+    params:
+        **judge_params(),
+        max_tokens=config["process"]["max_tokens"],
+        questions_per_dataset=config["process"]["battery_questions"],
+        min_recall=config["process"]["min_recall"],
+        seed=config["seed"],
+    conda:
+        "../envs/pipeline.yaml"
+    threads: model_threads(config["judge"]["model"])
+    resources:
+        **model_resources(config["judge"]["model"]),
+    script:
+        "../workflow/scripts/rubric_validation.py"
+
+
 rule process_table:
     input:
         unpack(process_table_inputs),

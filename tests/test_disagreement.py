@@ -290,6 +290,10 @@ def test_layers_through_snakemake(workdir):
     for tone in ("neutral", "hostile"):  # LMAD: 1 local round, questions that disagree only
         assert f"| scripted | lmad | {tone} | 1 |" in md
     assert read_table("lmad_self_reports", workdir / "results/scripted/disagreement/lmad_self_report.parquet").height
+    import polars as pl  # layer C on LMAD's toned local debate too, re-asked turn for turn (persistence 1.0)
+    cells = {r["method"]: r for r in pl.read_csv(workdir / "results/paper/disagreement.csv").to_dicts()
+             if r["method"].startswith("lmad")}
+    assert cells["lmad@hostile"]["c_pairs"] == cells["lmad@hostile"]["a_labelled"] > 0 and not cells["lmad"]["c_pairs"]
     for tone in TONES:
         for t in (1, 2):
             # 2 datasets x 2 questions x 3 agents; the oracle's self-reports all say "none"
@@ -305,11 +309,21 @@ def test_layers_through_snakemake(workdir):
     for tone in ("hostile", "friendly"):
         assert (workdir / f"results/scripted/hotpotqa/mad@{tone}/round2_steps.parquet").exists()
 
+    # the trace viewer shows each turn's labels (layers A, B and C) of debate and LMAD methods alike
+    html = (workdir / "results/paper/viewer/scripted.html").read_text()
+    data = json.loads(html.split('id="data">', 1)[1].split("</script>", 1)[0])
+    assert data["pushback"]["passed"]
+    shown = {(m, tuple(sorted(v))) for q in data["questions"] for m, turns in q["labels"].items() for v in turns.values()}
+    for name in ("mad@hostile", "lmad@hostile"):
+        assert (name, ("A", "B", "C kept", "C removed")) in shown, name
+    assert ("mad", ("A", "B")) in shown
+
     process = (workdir / "results/paper/process.md").read_text()
     for name in ("| scripted | mad | friendly | 24 / 0 |", "| scripted | lmad | hostile |", "CMP1v2"):
         assert name in process, name
-    # no battery validates the rubric judge: its means are withheld, not shown
-    assert "| 24 / 0 | unvalidated | unvalidated | unvalidated |" in process and "RP / EI / NC are not shown" in process
+    # the test double scores every reply alike, so the rubric judge fails its battery: its means are withheld
+    assert "| 24 / 0 | FAILED | FAILED | FAILED |" in process and "RP / EI / NC are not shown" in process
+    assert "validation FAILED" in (workdir / "results/judge/scripted/rubric_validation.md").read_text()
     scores = read_table("process_scores", workdir / "results/scripted/disagreement/process_scores.parquet")
     assert scores.height == labels.height  # the rubric scores exactly the replies layer B labels
 
@@ -375,6 +389,80 @@ def test_rubric_judge_is_blind_to_tone_and_identity():
         for forbidden in (TONE, "hostile", "Agent 1", "Agent 2", "changed_mind", "Alpha is a city"):
             assert forbidden not in seen, forbidden
         assert req.constraint == {"json": RUBRIC_SCHEMA}
+
+
+def _rubric_items():
+    from lmad.process import build_rubric_battery
+
+    qs = [q | {"qid": f"q{i}", "answer": ans, "dataset": d, "supporting_facts": [{"title": "Beta", "sent_id": 0,
+                                                                                   "paragraph": 1}]}
+          for i, (d, ans) in enumerate([("hotpotqa", "Alpha"), ("hotpotqa", "yes"), ("musique", "Gamma")])
+          for q in QUESTIONS[:1]]
+    return build_rubric_battery(qs, 5, 0)
+
+
+def test_rubric_battery_is_balanced_and_the_floor_is_two_sided():
+    from lmad.process import DIMENSIONS, HIGH_MIN, validate_rubric
+
+    items = _rubric_items()
+    assert Counter((it.dimension, it.kind) for it in items) == {(d, k): 3 for d in DIMENSIONS for k in ("high", "low")}
+    for it in items:  # the judge's inputs are the rubric's: no gold answer key, no tone, no agent label
+        assert "Beta is a town." in it.reply or it.kind == "low"
+        assert it.own != it.parent and it.reply.strip()
+    nc_low = [it for it in items if (it.dimension, it.kind) == ("nc", "low")]
+    assert all(it.reply == it.own for it in nc_low)  # repeats its own previous response
+
+    def judged(score):
+        return [{"dimension": it.dimension, "kind": it.kind, **{d: score(it, d) for d in DIMENSIONS}} for it in items]
+
+    careful = validate_rubric(judged(lambda it, d: 9 if it.kind == "high" else 2), 0.8)
+    assert careful["passed"] and careful["rp_high"] == careful["nc_low"] == 1.0 and careful["n_unparsed"] == 0
+    for constant in (10, 1, HIGH_MIN):
+        v = validate_rubric(judged(lambda it, d: constant), 0.8)
+        assert not v["passed"] and "recall under 80 %" in v["reason"]
+    # fine on RP and EI, blind on NC: fails, naming NC
+    nc_blind = validate_rubric(judged(lambda it, d: 8 if it.kind == "high" or d == "nc" else 2), 0.8)
+    assert not nc_blind["passed"] and "NC low 0.0 %" in nc_blind["reason"] and "RP" not in nc_blind["reason"]
+    unparsed = validate_rubric(judged(lambda it, d: None), 0.8)
+    assert not unparsed["passed"] and unparsed["n_unparsed"] == len(items) and "unscored" in unparsed["reason"]
+    assert not validate_rubric([], 0.8)["passed"]
+
+
+@pytest.mark.parametrize("passed", [True, False, None])
+def test_process_table_shows_the_rubric_means_only_when_its_judge_passed(tmp_path, monkeypatch, passed):
+    import lmad.stages.process as stage
+    from lmad.schemas import write_table
+
+    monkeypatch.chdir(tmp_path)
+    call = {"prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "stop", "cached": False}
+    write_table("questions", [q | {"qtype": "", "supporting_facts": [], "source": ""} for q in QUESTIONS], "q.parquet")
+    scores = "results/b/disagreement/process_scores.parquet"
+    write_table("process_scores", [
+        {"dataset": "hotpotqa", "method": "mad@hostile", "qid": "q0", "iteration": 0, "round": 1, "agent": a,
+         "judge_model": "j", "rp": 7, "ei": 7, "nc": 4, "raw": "", "parse_error": "", **call} for a in range(3)],
+        scores)
+    write_table("judge_validation", [{"judge_model": "j", "n_correct_items": 4, "n_incorrect_items": 4, "tpr": 1.0,
+                                      "tnr": 1.0, "balanced_acc": 1.0, "n_unscored": 0, "unscored_rate": 0.0,
+                                      "min_recall": 0.8, "passed": True, "reason": "fine"}], "jv.parquet")
+    validation = []
+    if passed is not None:
+        write_table("rubric_validation", [{"judge_model": "j", "n_items": 6, "n_unparsed": 0, "min_recall": 0.8,
+                                           **{f"{d}_{k}": 1.0 if passed else 0.0 for d in ("rp", "ei", "nc")
+                                              for k in ("high", "low")}, "passed": passed,
+                                           "reason": "because"}], "rv.parquet")
+        validation = ["rv.parquet"]
+    stage.process_table(["q.parquet"], [scores], [], "p.csv", "p.md", "jv.parquet", {},
+                        rubric_validation=validation)
+    md = (tmp_path / "p.md").read_text()
+    if passed:
+        assert "| 3 / 0 | 7.00 [7.00, 7.00] | 7.00 [7.00, 7.00] | 4.00 [4.00, 4.00] |" in md and "PASSED" in md
+    else:
+        status = "FAILED" if passed is False else "unvalidated"
+        assert f"| 3 / 0 | {status} | {status} | {status} |" in md and "RP / EI / NC are not shown" in md
+    import polars as pl
+
+    assert pl.read_csv(tmp_path / "p.csv")["rubric_status"].to_list() == [
+        {True: "PASSED", False: "FAILED", None: "unvalidated"}[passed]]
 
 
 def test_transitions_of_lmad_iterations(tmp_path):
@@ -486,3 +574,67 @@ def test_persistence_table_and_sign_test():
     assert sign_test([0.5, -0.5]) == 1.0 and math.isnan(sign_test([0, 0]))
     empty = persistence({keys[0]: none}, {keys[0]: None}, {})
     assert empty["c_pairs"] == 0 and math.isnan(empty["c_excess"])
+
+
+def test_lmad_persistence_reasks_pair_each_sampled_turn_in_one_batch(tmp_path, monkeypatch):
+    """Layer C on LMAD's local debate (stages.disagreement.lmad_self_report): a sampled turn of a
+    toned method is re-asked twice beside its self-report, in the one batch, once without the
+    tone and once with it, each after the turn's own reply; a neutral method is never re-asked."""
+    import lmad.stages.disagreement as stage
+    from lmad.disagreement.labels import PERSIST_KEPT, PERSIST_REMOVED
+    from lmad.protocols.lmad.local_debate import run_debate
+    from lmad.schemas import write_table
+
+    monkeypatch.chdir(tmp_path)
+    qs = [q | {"qtype": "", "supporting_facts": [], "source": ""} for q in QUESTIONS]
+    write_table("questions", qs, "questions.parquet")
+    loc = {"conflict": "Alpha or Beta", "conflict_fallback": False, "witness": [0, 1, 2], "witness_fallback": [],
+           "witness_claims": ["Alpha", "Beta", "So Beta."],
+           "segments": [["Alpha is a city."], ["Beta is a town."], ["Beta is a town.", "So Beta."]],
+           "raw_output": "", "parse_error": "", "prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "stop",
+           "cached": False}
+    localizations, positions = [], []
+    for name, tone in (("lmad", ""), ("lmad@hostile", TONE)):
+        items = [{"qid": q["qid"], "question": q, "committed": [], "tone": tone} | {k: loc[k] for k in
+                 ("segments", "conflict", "witness_claims")} for q in qs]
+        rows = [r for rs in run_debate(ScriptedBackend(), PROMPTS["debater"], items, 0, 2, PERSONAS, 0, 32) for r in rs]
+        localizations.append(f"results/scripted/hotpotqa/{name}/iter0/localize.parquet")
+        positions.append(f"results/scripted/hotpotqa/{name}/iter0/debate.parquet")
+        write_table("lmad_localizations", [loc | {"qid": q["qid"], "iteration": 0} for q in qs], localizations[-1])
+        write_table("lmad_positions", rows, positions[-1])
+    (tmp_path / "tone.txt").write_text(f"### user\n{TONE}\n")
+    backend, batches = ScriptedBackend(responder=lambda req: '{"agreement": "none", "changed_mind": "no"}'), []
+    real = backend.generate
+    backend.generate = lambda requests: batches.append(list(requests)) or real(requests)
+    backend.stats = lambda: ""
+    monkeypatch.setattr(stage, "open_backend", lambda *a, **k: backend)
+    prompts = REPO / "config" / "prompts"
+    kwargs = dict(questions=["questions.parquet"], localizations=localizations, positions=positions,
+                  prompt=str(prompts / "debater.txt"), prompt_self_report=str(prompts / "self_report.txt"),
+                  model={}, cache_dir="cache", max_tokens=32, seed=0, provenance={}, prompt_tone_hostile="tone.txt")
+    stage.lmad_self_report(reports="half.parquet", persistence=0.5, **kwargs)
+    stage.lmad_self_report(reports="all.parquet", persistence=1.0, **kwargs)
+    [half, everything] = batches  # one batch per job
+    rows = read_table("lmad_self_reports", "all.parquet").to_dicts()
+    turns = 2 * 2 * 3  # questions x rounds x agents, per method
+    assert Counter((r["method"], r["step"]) for r in rows) == {
+        ("lmad", "self_report"): turns, ("lmad@hostile", "self_report"): turns,
+        ("lmad@hostile", PERSIST_REMOVED): turns, ("lmad@hostile", PERSIST_KEPT): turns}
+    assert len(everything) == len(rows) and turns * 2 < len(half) < turns * 4  # a seeded share, not all
+    by = {(r["method"], r["qid"], r["round"], r["agent"], r["step"]): r for r in rows}
+    assert len({r["seed"] for r in rows if r["method"] == "lmad@hostile"}) == 3 * turns  # new seeds
+    # rows are written sorted; the batch goes method by method (lmad first), seeds unique within one
+    sent = {"lmad": {q.seed: q for q in everything[:turns]}, "lmad@hostile": {q.seed: q for q in everything[turns:]}}
+    for r in rows:
+        req = sent[r["method"]][r["seed"]]
+        assert req.messages[-2][0] == "assistant"  # after the turn's own reply
+        assert (TONE in text(req)) == (r["method"] == "lmad@hostile" and r["step"] != PERSIST_REMOVED)
+        if r["step"] != "self_report":  # the same turn, its reply and its question, the tone aside
+            base = sent[r["method"]][by[(r["method"], r["qid"], r["round"], r["agent"], "self_report")]["seed"]]
+            assert req.messages[-2:] == base.messages[-2:]
+            assert text(req).replace(f"\n\n{TONE}", "") == text(base).replace(f"\n\n{TONE}", "")
+    # the table pairs each re-ask with its turn's own label: the oracle never reverts
+    reports = [r | {"backbone": "scripted"} for r in rows]
+    cells = {(c["method"], c["round"]): c for c in disagreement_rows(reports, [], "off")}
+    assert cells[("lmad@hostile", 1)]["c_pairs"] == 6 and cells[("lmad@hostile", 1)]["c_excess"] == 0.0
+    assert cells[("lmad", 1)]["c_pairs"] == 0

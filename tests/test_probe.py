@@ -103,3 +103,9 @@ def test_a_probe_on_a_backbone_without_logprobs_fails_before_any_job(tmp_path):
     config["models"]["scripted"] = {"backend": "openai", "model": "m", "base_url": "http://localhost:1/v1"}
     with pytest.raises(ValueError, match=r"config disagreement.probe: backbone scripted \(openai\)"):
         check_config(config, allow_test_double=True)
+    # vLLM reads its log-probabilities embedded (VLLMBackend.next_token_logprobs), not as a served model
+    config["models"]["scripted"] = {"backend": "vllm", "model": "m"}
+    check_config(config, allow_test_double=True)
+    config["models"]["scripted"]["serve"] = True
+    with pytest.raises(ValueError, match=r"backbone scripted \(vllm, served\)"):
+        check_config(config, allow_test_double=True)

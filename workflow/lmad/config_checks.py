@@ -44,9 +44,14 @@ def check_config(config: dict, allow_test_double: bool) -> None:
         from .disagreement.probe import PROBE_BACKENDS
 
         for name in config["backbones"]:
-            if config["models"][name]["backend"] not in PROBE_BACKENDS:
-                raise ValueError(f"config disagreement.probe: backbone {name} ({config['models'][name]['backend']}) "
-                                 f"exposes no next-token log-probabilities; layer D needs {' or '.join(PROBE_BACKENDS)}")
+            spec = config["models"][name]
+            # a served model's jobs talk to it as OpenAI clients (lmad.backends.open_backend)
+            kind = "openai" if spec.get("serve") else spec["backend"]
+            if kind not in PROBE_BACKENDS:
+                served = ", served" if spec.get("serve") else ""
+                raise ValueError(f"config disagreement.probe: backbone {name} ({spec['backend']}{served}) exposes no "
+                                 f"next-token log-probabilities; layer D needs {', '.join(PROBE_BACKENDS)} "
+                                 f"(vllm embedded, not served)")
     for name in config["methods"]:
         if method(name).family == "debate":
             setting_of(name, config)  # a bad per-method setting (or a society while societies are off) fails here

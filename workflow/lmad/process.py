@@ -20,7 +20,9 @@ the start" (TrueMAD's CMP1v3 is K = 4).
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
 
 from .backends import ChatRequest
 from .model_json import load_model_json
@@ -78,3 +80,109 @@ def rubric_summary(rows: Sequence[Mapping]) -> dict:
     for d in DIMENSIONS:
         out[d], out[f"{d}_lo"], out[f"{d}_hi"] = mean_ci([float(r[d]) for r in scored])
     return out
+
+
+# ------------------------------------------------------------------ the rubric's known-answer battery
+#
+# Validation before use, like layer B's (lmad.disagreement.pushback): per chosen question, one reply
+# authored to score HIGH and one to score LOW on each dimension, under a parent that states a rival
+# answer and an own previous response that states the gold. The judge passes only if, on every
+# dimension, its recall on the high items (score >= HIGH_MIN) and on the low items (score < HIGH_MIN)
+# each reach the floor: a judge that gives every reply the same score fails one side.
+
+#: a score at or above this reads "high", below it "low" (the middle of the 1-10 scale)
+HIGH_MIN = 6
+PARENT = "Reading the passages, the answer is {rival}.\nAnswer: {rival}"
+OWN = "Reading the passages, the answer is {gold}.\nAnswer: {gold}"
+#: (dimension, kind) -> the authored reply; {evidence} quotes a passage sentence
+REPLIES = {
+    ("rp", "high"): "The earlier response concludes {rival}, and that step is wrong: nothing in the passages links "
+                    "{rival} to the question, while the passage on {title} says: \"{evidence}\" That points to "
+                    "{gold}, not {rival}.\nAnswer: {gold}",
+    ("rp", "low"): "Interesting points all around. There may be something to it, or maybe not.\nAnswer: {gold}",
+    ("ei", "high"): "I keep my answer because of the evidence, not the vote: the passage on {title} says: "
+                    "\"{evidence}\" Nothing in the passages supports {rival}.\nAnswer: {gold}",
+    ("ei", "low"): "The other response says {rival}. Since the others went that way, I will follow the majority "
+                   "and switch without checking the passages.\nAnswer: {rival}",
+    ("nc", "high"): "A point nobody has raised yet: the passage on {title} says: \"{evidence}\" Read together with "
+                    "the question's other condition, this narrows the answer down to {gold}.\nAnswer: {gold}",
+    ("nc", "low"): OWN,  # its own previous response, repeated word for word
+}
+
+
+@dataclass(frozen=True)
+class RubricItem:
+    dataset: str
+    qid: str
+    dimension: str  # rp | ei | nc
+    kind: str  # high | low
+    question: str
+    parent: str
+    own: str
+    reply: str
+
+
+def _evidence(q: dict) -> tuple[str, str]:
+    """(title, sentence) quoted by the high replies: a supporting fact when the question has
+    one, else the first sentence of its first paragraph."""
+    context = [c for c in q["context"] or [] if c["sentences"]]
+    for f in q.get("supporting_facts") or []:
+        for c in context:
+            if c["title"] == f["title"] and 0 <= f["sent_id"] < len(c["sentences"]):
+                return c["title"], c["sentences"][f["sent_id"]].strip()
+    return (context[0]["title"], context[0]["sentences"][0].strip()) if context else ("", "")
+
+
+def build_rubric_battery(questions: Iterable[dict], questions_per_dataset: int, seed: int) -> list[RubricItem]:
+    """Seeded: at most ``questions_per_dataset`` questions of each dataset with a rival answer
+    (lmad.disagreement.pushback's) and a passage to quote, six items each."""
+    from .disagreement.pushback import _rival
+    from .judge_battery import answer_type, per_dataset_sample
+
+    questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
+    pool = [q["answer"] for q in questions if answer_type(q["answer"]) != "yes_no"]
+    items = []
+    for _, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed, "rubric\0"):
+        for q in chosen:
+            rival, (title, evidence) = _rival(q, pool, rng), _evidence(q)
+            if rival is None or not evidence:
+                continue
+            fill = {"gold": q["answer"], "rival": rival, "title": title, "evidence": evidence}
+            items += [RubricItem(q["dataset"], q["qid"], d, kind, q["question"], PARENT.format(**fill),
+                                 OWN.format(**fill), text.format(**fill)) for (d, kind), text in REPLIES.items()]
+    return items
+
+
+def validate_rubric(rows: Sequence[Mapping], min_recall: float) -> dict:
+    """Two-sided floor per dimension over judged battery rows (``dimension``, ``kind``, and the
+    scores, None when the reply did not parse: a miss on either side)."""
+    out: dict = {"n_items": len(rows), "n_unparsed": sum(r["rp"] is None for r in rows),
+                 "min_recall": float(min_recall)}
+    low = []
+    for d in DIMENSIONS:
+        for kind in ("high", "low"):
+            mine = [r for r in rows if r["dimension"] == d and r["kind"] == kind]
+            hits = sum(r[d] is not None and (r[d] >= HIGH_MIN) == (kind == "high") for r in mine)
+            out[f"{d}_{kind}"] = hits / len(mine) if mine else math.nan
+            if not out[f"{d}_{kind}"] >= min_recall:
+                low.append(f"{d.upper()} {kind} {100 * out[f'{d}_{kind}']:.1f} %" if mine else f"no {d.upper()} {kind} item")
+    out["passed"] = bool(rows) and not low
+    if not rows:
+        out["reason"] = "the battery is empty (no question with a rival answer and a passage to quote)"
+    elif out["n_unparsed"] == len(rows):
+        out["reason"] = "every battery reply was unscored: the judge never answered in the allowed form"
+    elif low:
+        out["reason"] = f"recall under {100 * min_recall:.0f} %: " + ", ".join(low)
+    else:
+        out["reason"] = f"recall on high and on low items of RP, EI and NC all reach {100 * min_recall:.0f} %"
+    return out
+
+
+def rubric_validation_line(v: Mapping) -> str:
+    def pct(x):
+        return f"{100 * x:.0f} %" if x is not None and math.isfinite(x) else "–"
+
+    recalls = "; ".join(f"{d.upper()} high {pct(v[f'{d}_high'])} / low {pct(v[f'{d}_low'])}" for d in DIMENSIONS)
+    return (f"Rubric judge `{v['judge_model']}` validation {'PASSED' if v['passed'] else 'FAILED'} on {v['n_items']} "
+            f"authored replies (recall {recalls}; high = score ≥ {HIGH_MIN}, floor {100 * v['min_recall']:.0f} % "
+            f"each), {v['n_unparsed']} unparsable — {v['reason']}.")

@@ -208,14 +208,25 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str), ("parse_error", _str),
         *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
+    # one authored reply of the rubric's known-answer battery (lmad.process.build_rubric_battery): written to
+    # score high or low on one dimension, and the judge's scores of it (null when the reply did not parse)
+    "rubric_battery": (pl.Schema([
+        ("dataset", _str), ("qid", _str), ("dimension", _str), ("kind", _str), ("parent", _str), ("own", _str),
+        ("reply", _str), ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str),
+        ("parse_error", _str), *_CALL,
+    ]), ["dataset", "qid", "dimension", "kind"]),
+    # the rubric judge's validation: per dimension, recall on the high and on the low items; pass/fail and why
+    "rubric_validation": (pl.Schema([
+        ("judge_model", _str), ("n_items", _int), ("n_unparsed", _int), ("min_recall", _f64), ("rp_high", _f64),
+        ("rp_low", _f64), ("ei_high", _f64), ("ei_low", _f64), ("nc_high", _f64), ("nc_low", _f64),
+        ("passed", _bool), ("reason", _str),
+    ]), ["judge_model"]),
     # one juror's reply on one ordering of one pair (lmad.jury): kind pair (methods A vs B) | battery (gold as A
     # vs a rival as B); order 0 shows A first; choice 1 | 2 | tie | "" (unparsable); winner a | b | tie | ""
     "jury_verdicts": (pl.Schema([
         ("dataset", _str), ("qid", _str), ("kind", _str), ("order", _int), ("judge_model", _str), ("a", _str),
         ("b", _str), ("raw", _str), ("choice", _str), ("winner", _str), *_CALL,
     ]), ["kind", "dataset", "qid", "order"]),
-    # layer A on LMAD's local debate: one turn's self-report, asked after the turn in its own conversation
-    # (parsed = {"agreement", "changed_mind"} JSON or "", parse_error = why the strict parse failed)
     # layer D (lmad.disagreement.probe): one read of one probe cell (a debater's round-0 answer vs the first
     # peer answering otherwise) in one condition (prior | treat | control): the seven letters' log-probabilities
     # (null when not measured: ``error`` says why), their mass, the renormalized distribution, E and |E - 4|
@@ -224,10 +235,15 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("argument_words", _int), ("condition", _str), ("logprobs", pl.List(_f64)), ("mass", _f64),
         ("dist", pl.List(_f64)), ("expected", _f64), ("margin", _f64), ("degenerate", _bool), ("error", _str),
     ]), ["dataset", "qid", "agent", "condition"]),
+    # layer A on LMAD's local debate: one turn's self-report, asked after the turn in its own conversation
+    # (parsed = {"agreement", "changed_mind"} JSON or "", parse_error = why the strict parse failed)
+    # step: self_report (layer A) | persist_removed | persist_kept (layer C: the label re-asked with the tone
+    # instruction deleted / kept, a seeded share of a toned method's turns)
     "lmad_self_reports": (pl.Schema([
         ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
-        ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str), ("parse_error", _str), *_CALL,
-    ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
+        ("step", _str), ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str),
+        ("parse_error", _str), *_CALL,
+    ]), ["dataset", "method", "qid", "iteration", "round", "agent", "step"]),
 }
 
 

@@ -30,6 +30,17 @@ On a 2-core machine that beat binding the worker to both cores with
 scheduler process for the cores): 6 requests 18 s vs 53 s, 48 requests 91 s vs 99 s
 (benchmarks/vllm_cpu_workload.py, SmolLM2-135M fp32).
 
+Next-token log-probabilities (layer D's probe, ``next_token_logprobs``): exact, never a
+top-k cut. vLLM >= 0.32 (``SamplingParams.logprob_token_ids``) returns the raw log-softmax
+of exactly the option tokens for one greedy one-token request per read, so a read costs one
+prefill as with the transformers backend. ``logprobs=k`` would return only the top k (a
+letter outside them has no value) and ``logprobs=-1`` the whole vocabulary (capped by the
+engine's ``max_logprobs``, 20 by default, and tens of thousands of detokenized entries per
+read). On an older vLLM each option is one request whose prompt is the read's prompt plus
+that option's token, ``prompt_logprobs=0`` giving that token's log-probability at the last
+prompt position: also exact, but one prefill per option (vLLM skips the prefix cache for a
+request that asks for prompt log-probabilities).
+
 vLLM starts worker processes with ``spawn``: a script that builds this backend needs
 an ``if __name__ == "__main__":`` guard.
 """
@@ -114,6 +125,8 @@ class VLLMBackend(Backend):
         self.vllm_version = getattr(vllm, "__version__", "?")
         self._structured = _StructuredOutputs(sampling_params)
         self._SamplingParams = vllm.SamplingParams
+        # vLLM >= 0.32 scores named tokens exactly in one request (next_token_logprobs)
+        self.scores_token_ids = "logprob_token_ids" in getattr(vllm.SamplingParams, "__struct_fields__", ())
         kwargs: dict[str, Any] = dict(
             model=model, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
             gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
@@ -131,16 +144,38 @@ class VLLMBackend(Backend):
         except (AttributeError, TypeError, ValueError):  # pragma: no cover - engine internals moved
             self.context_window = max_model_len
 
+    def _prompt_ids(self, req: ChatRequest) -> list[int]:
+        ids = self.llm.get_tokenizer().apply_chat_template(req.chat(), add_generation_prompt=True, tokenize=True,
+                                                           **self.chat_template_kwargs)
+        # transformers 5 returns a BatchEncoding (a dict of 2 keys), not the ids
+        return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
     def prompt_tokens(self, req: ChatRequest) -> int | None:
         try:
-            ids = self.llm.get_tokenizer().apply_chat_template(req.chat(), add_generation_prompt=True, tokenize=True,
-                                                               **self.chat_template_kwargs)
+            return len(self._prompt_ids(req))
         except Exception as exc:  # pragma: no cover - a tokenizer without a chat template: the engine judges
             log.debug("vLLM prompt length unknown (%s)", exc)
             return None
-        if hasattr(ids, "keys"):  # transformers 5 returns a BatchEncoding (a dict of 2 keys), not the ids
-            ids = ids["input_ids"]
-        return len(ids)
+
+    def next_token_logprobs(self, requests: Sequence[ChatRequest], options: Sequence[str]) -> list[list[float]]:
+        """Per request, the exact log-probability of each option's first token as the reply's
+        first token (module docstring: one greedy request per read scoring exactly those
+        tokens, or on an older vLLM one prompt-scoring request per option)."""
+        if not requests:
+            return []
+        tok = self.llm.get_tokenizer()
+        ids = [tok.encode(o, add_special_tokens=False)[0] for o in options]
+        if self.scores_token_ids:
+            params = self._SamplingParams(n=1, temperature=0.0, max_tokens=1, logprob_token_ids=ids)
+            template = {"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {}
+            outputs = self.llm.chat([r.chat() for r in requests], [params] * len(requests), use_tqdm=False,
+                                    **template)
+            return [[first[t].logprob for t in ids] for first in (out.outputs[0].logprobs[0] for out in outputs)]
+        params = self._SamplingParams(n=1, temperature=0.0, max_tokens=1, prompt_logprobs=0)
+        prompts = [{"prompt_token_ids": self._prompt_ids(r) + [t]} for r in requests for t in ids]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        flat = [out.prompt_logprobs[-1][p["prompt_token_ids"][-1]].logprob for out, p in zip(outputs, prompts)]
+        return [flat[i : i + len(ids)] for i in range(0, len(flat), len(ids))]
 
     def sampling_params(self, req: ChatRequest):
         return self._SamplingParams(

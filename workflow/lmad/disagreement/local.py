@@ -23,9 +23,9 @@ from .pushback import parent_text
 def local_turns(prompt: Prompt | None, tone: str, questions: Mapping[str, dict], committed: Mapping[str, list[str]],
                 localizations: Sequence[dict], positions: Sequence[dict], max_tokens: int) -> list[dict]:
     """One entry per ``lmad_positions`` row: ``qid, iteration, round, agent, temperature, seed,
-    request`` (as the local debate sent it; None without a ``prompt``), ``reply``, ``parent`` and ``own``
-    (the agent's previous position); in
-    (qid, round, agent) order."""
+    request`` (as the local debate sent it; None without a ``prompt``), ``untoned`` (the same
+    request with the tone instruction deleted: layer C's re-ask), ``reply``, ``parent`` and ``own``
+    (the agent's previous position); in (qid, round, agent) order."""
     loc = {r["qid"]: r for r in localizations}
     by = defaultdict(dict)
     for r in positions:
@@ -42,9 +42,11 @@ def local_turns(prompt: Prompt | None, tone: str, questions: Mapping[str, dict],
             req = None if prompt is None else debate_request(
                 prompt, questions[qid], list(committed.get(qid) or []), where["segments"][a], where["conflict"],
                 prev[a], others, a, row["temperature"], row["seed"], max_tokens)
+            untoned = req
             if tone and req is not None:
                 req = replace(req, messages=with_tone(req.messages, tone))
             out.append({"qid": qid, "iteration": row["iteration"], "round": rnd, "agent": a,
                         "temperature": float(row["temperature"]), "seed": row["seed"], "request": req,
+                        "untoned": untoned,
                         "reply": row["response"], "parent": parent_text(others), "own": prev[a]})
     return out

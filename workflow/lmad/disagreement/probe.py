@@ -37,8 +37,9 @@ CONDITIONS = ("prior", "treat", "control")
 FILLER = ("The room was quiet and the lights were on. A clock on the wall showed the time. Someone "
           "closed a window and sat down again. The table held a few sheets of paper and a pen. ")
 MIDPOINT = 4.0
-#: the backends whose ``next_token_logprobs`` reads the model (lmad.config_checks refuses others)
-PROBE_BACKENDS = ("transformers", "scripted")
+#: the backends whose ``next_token_logprobs`` reads the model (lmad.config_checks refuses others,
+#: and a served vLLM model, whose jobs are OpenAI clients)
+PROBE_BACKENDS = ("transformers", "vllm", "scripted")
 
 
 def filler(words: int) -> str:

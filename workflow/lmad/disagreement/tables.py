@@ -124,8 +124,8 @@ def disagreement_markdown(rows: list[dict], validation: str, layer_a: bool) -> s
             f"> {validation}", "",
             "Shares in % over labelled turns, Wilson 95 % intervals in brackets; unlabelled turns are excluded "
             "and counted. A–B: exact agreement of A's agreement with B's stance over turns both labelled. C (toned "
-            "debate methods): share of re-asked labels that differ from the turn's own, tone instruction deleted / "
-            "kept; excess = deleted − kept; exact two-sided sign test over questions.", ""]
+            "methods, LMAD's local debate included): share of re-asked labels that differ from the turn's own, "
+            "tone instruction deleted / kept; excess = deleted − kept; exact two-sided sign test over questions.", ""]
     header = ["Backbone", "Method", "Tone", "Round", "Turns", "A labelled / unlabelled", "A full agreement %",
               "A changed mind %", "B labelled / unlabelled", "B agree %", "B challenge %", "A–B exact %",
               "A–B κ (full)", "C pairs", "C reverted: removed / kept %", "C excess (pp)", "C sign test p"]

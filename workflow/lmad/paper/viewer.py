@@ -5,6 +5,12 @@ is written as a ``\\u00XX`` escape, so no question or model output can close the
 element (``</script>``) or open a comment. Inline JS renders one question at a time: question,
 context, each method's prediction and judge decision, each debate method's rounds, and LMAD's
 iterations (chains with the localized segment, conflict, positions, repair, guard checks).
+
+With the disagreement layers on, each debate turn (a debate method's round t >= 1, an LMAD
+local-debate round) also shows its labels: layer A's self-report, layer B's blind pushback
+label only when that judge PASSED its battery (otherwise that it FAILED, never its labels),
+and layer C's re-asks (tone deleted / kept) where the turn was sampled. Every such input is
+optional: without them the viewer is what it was.
 """
 from __future__ import annotations
 
@@ -24,7 +30,53 @@ def embed_json(data) -> str:
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def collect(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str]) -> list[dict]:
+def _self_report(parsed: str) -> str:
+    if not parsed:
+        return "unparsable"
+    label = json.loads(parsed)
+    return f"{label['agreement']} (changed mind: {label['changed_mind']})"
+
+
+def turn_labels(steps: list[str] = (), lmad_reports: list[str] = (), labels: list[str] = (),
+                validation: list[str] = ()) -> tuple[dict, str]:
+    """The disagreement layers' labels of every debate turn: ``{(dataset, qid): {method:
+    {"iteration:round:agent": {"A", "B", "C removed", "C kept"}}}}`` (a key only where that layer
+    labelled the turn; an unparsable reply reads "unparsable"), and the line saying whether layer
+    B's judge passed (empty when layer B is off). A FAILED judge's labels are left out, as in
+    the disagreement table. ``steps``: debate rounds' ``debate_steps``; ``lmad_reports``:
+    ``lmad_self_reports``; ``labels``: ``pushback_labels``; ``validation``: its validation."""
+    from ..disagreement.labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP
+    from ..disagreement.pushback import validation_line
+
+    field = {SELF_REPORT_STEP: "A", PERSIST_REMOVED: "C removed", PERSIST_KEPT: "C kept"}
+    out: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+
+    def put(dataset, method, r, key, value):
+        out[(dataset, r["qid"])][method][f"{r.get('iteration', 0)}:{r['round']}:{r['agent']}"][key] = value
+
+    for p in steps:
+        where = layout.parse(p)
+        for r in read_table("debate_steps", p).to_dicts():
+            if r["step"] in field:
+                put(where.dataset, where.method, r, field[r["step"]], _self_report(r["parsed"]))
+    for p in lmad_reports:
+        for r in read_table("lmad_self_reports", p).to_dicts():
+            put(r["dataset"], r["method"], r, field[r["step"]], _self_report(r["parsed"]))
+    note = ""
+    if validation:
+        v = read_table("pushback_validation", validation[0]).to_dicts()[0]
+        note = validation_line(v)
+        if v["passed"]:
+            for p in labels:
+                for r in read_table("pushback_labels", p).to_dicts():
+                    put(r["dataset"], r["method"], r, "B",
+                        f"{r['stance']} / {r['move']}" if r["stance"] else "unparsable")
+    return out, note
+
+
+def collect(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str],
+            labels: dict | None = None) -> list[dict]:
+    """``labels``: ``turn_labels``' first value (none: no label is shown)."""
     qs = {}
     for p in questions:
         for r in read_table("questions", p).to_dicts():
@@ -32,7 +84,8 @@ def collect(questions: list[str], judgments: list[str], traces: list[str], round
                 "dataset": r["dataset"], "qid": r["qid"], "question": r["question"], "answer": r["answer"],
                 "aliases": r["aliases"], "context": [{"title": c["title"], "text": " ".join(c["sentences"])}
                                                      for c in r["context"] or []],
-                "methods": {}, "debates": {}, "lmad": {}}
+                "methods": {}, "debates": {}, "lmad": {},
+                "labels": (labels or {}).get((r["dataset"], r["qid"]), {})}
     for p in judgments:
         for r in read_table("judgments", p).to_dicts():
             q = qs.get((r["dataset"], r["qid"]))
@@ -62,28 +115,35 @@ _CSS = """body{font:14px system-ui,sans-serif;margin:0;display:flex;height:100vh
 .ok{color:#070}.bad{color:#b00}.node{display:inline-block;margin:2px;padding:2px 6px;border-radius:4px;border:1px solid #999}
 .committed{background:#9be39b}.segment{background:#ffb35c}.untouched{background:#ddd}.repair{background:#cde}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}
-details{margin:4px 0}pre{white-space:pre-wrap;margin:0}#filter{width:95%;margin:4px}"""
+details{margin:4px 0}.labels{font-size:12px;color:#555;margin:0 0 4px 1.2em}pre{white-space:pre-wrap;margin:0}#filter{width:95%;margin:4px}"""
 
 _JS = r"""const DATA=JSON.parse(document.getElementById('data').textContent);
 function el(tag,attrs,...kids){const e=document.createElement(tag);for(const[k,v]of Object.entries(attrs||{}))e.setAttribute(k,v);
 for(const c of kids){if(c==null)continue;e.append(c instanceof Node?c:String(c));}return e;}
 function mark(c){return c===1?el('span',{class:'ok'},'✔'):c===0?el('span',{class:'bad'},'✘'):'–';}
+function labels(q,meth,key){const L=((q.labels||{})[meth]||{})[key]||{},P=DATA.pushback,out=[];
+if(L.A)out.push('A self-report: '+L.A);if(L.B)out.push('B pushback: '+L.B);
+else if(P&&!P.passed)out.push('B pushback: judge FAILED its validation, labels not shown');
+if(L['C removed']||L['C kept'])out.push('C re-ask, tone removed: '+(L['C removed']||'–')+'; kept: '+(L['C kept']||'–'));
+return out.length?el('div',{class:'labels'},out.join(' · ')):null;}
 function chain(nodes,cls){const d=el('div');(nodes||[]).forEach((n,i)=>d.append(el('span',{class:'node '+cls(i)},n)));return d;}
 function show(i){document.querySelectorAll('#list div').forEach((d,j)=>d.classList.toggle('sel',j===i));
 const q=DATA.questions[i],m=document.getElementById('main');m.innerHTML='';
 m.append(el('h2',{id:'question'},q.question),el('div',{},'gold: ',el('b',{},q.answer),' ',(q.aliases||[]).join(' / '),' — ',q.dataset,' ',q.qid));
 const ctx=el('details',{},el('summary',{},'context ('+q.context.length+' paragraphs)'));
 q.context.forEach(c=>ctx.append(el('p',{},el('b',{},c.title+': '),c.text)));m.append(ctx);
+if(DATA.pushback)m.append(el('p',{id:'pushback-note',class:DATA.pushback.passed?'':'bad'},DATA.pushback.note));
 m.append(el('h3',{},'Predictions and judge'));if(DATA.judge_note)m.append(el('p',{id:'judge-note',class:DATA.judge_note.includes('FAILED')?'bad':''},DATA.judge_note));const t=el('table',{},el('tr',{},el('th',{},'method'),el('th',{},'prediction'),el('th',{},'judge'),el('th',{},'EM')));
 for(const[k,v]of Object.entries(q.methods))t.append(el('tr',{},el('td',{},k),el('td',{},v.prediction),el('td',{title:v.judge_raw||''},mark(v.judge_correct),' ',v.judge_verdict||''),el('td',{},mark(v.em))));m.append(t);
 for(const[meth,rounds]of Object.entries(q.debates)){const d=el('details',{},el('summary',{},meth+': '+rounds.length+' rounds'));
-rounds.forEach((r,ri)=>{d.append(el('h4',{},'round '+ri));r.forEach(a=>d.append(el('details',{},el('summary',{},'agent '+a.agent+': '+a.answer),el('pre',{},a.response))));});m.append(d);}
+rounds.forEach((r,ri)=>{d.append(el('h4',{},'round '+ri));r.forEach(a=>d.append(el('details',{},el('summary',{},'agent '+a.agent+': '+a.answer),el('pre',{},a.response)),ri?labels(q,meth,'0:'+ri+':'+a.agent):null));});m.append(d);}
 for(const[meth,its]of Object.entries(q.lmad)){m.append(el('h3',{},meth));
 its.forEach(it=>{const d=el('div',{class:'iteration'});d.append(el('h4',{},'iteration '+it.iteration+(it.agreed?' — agents agree':'')+(it.stop_reason?' — stop: '+it.stop_reason:'')));
 if((it.committed_before||[]).length)d.append(el('div',{},'committed: '),chain(it.committed_before,()=> 'committed'));
 (it.chains||[]).forEach((c,a)=>{const w=(it.witness||[])[a]||0;d.append(el('div',{},'agent '+a+' → '+(it.answers||[])[a]),chain(c,i=>i<w?'segment':'untouched'));});
 if(it.conflict)d.append(el('div',{},el('b',{},'conflict: '),it.conflict));
-(it.positions||[]).forEach((ps,r)=>d.append(el('div',{},el('b',{},'positions r'+r+': '),ps.join(' | '))));
+(it.positions||[]).forEach((ps,r)=>{d.append(el('div',{},el('b',{},'positions r'+r+': '),ps.join(' | ')));
+if(r)ps.forEach((_,a)=>{const l=labels(q,meth,it.iteration+':'+r+':'+a);if(l){l.prepend('agent '+a+': ');d.append(l);}});});
 if((it.repair_nodes||[]).length){d.append(el('div',{},el('b',{},'repair ('+(it.admitted?'admitted':'rejected')+'):')),chain(it.repair_nodes,()=> 'repair'));
 d.append(el('div',{},'quotes: '+(it.quotes||[]).join(' | ')));}
 if((it.checks||[]).length){const ct=el('table');it.checks.forEach(c=>ct.append(el('tr',{},el('td',{},c.check),el('td',{},mark(c.passed?1:0)),el('td',{},c.required?'required':''),el('td',{},c.detail||''))));d.append(ct);}
@@ -95,8 +155,11 @@ document.querySelectorAll('#list div').forEach((d,i)=>d.style.display=(d.title+d
 if(DATA.questions.length)show(0);"""
 
 
-def render(title: str, questions: list[dict], judge_note: str = "") -> str:
-    data = embed_json({"title": title, "questions": questions, "judge_note": judge_note})
+def render(title: str, questions: list[dict], judge_note: str = "", pushback_note: str = "") -> str:
+    """``pushback_note``: layer B's validation line (empty: layer B off); its labels are in
+    ``questions`` only when it passed."""
+    pushback = {"note": pushback_note, "passed": "validation PASSED" in pushback_note} if pushback_note else None
+    data = embed_json({"title": title, "questions": questions, "judge_note": judge_note, "pushback": pushback})
     safe_title = re.sub(r"[<>&\"']", "", title)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{safe_title}</title>"
             f"<style>{_CSS}</style></head><body><nav><input id=\"filter\" placeholder=\"filter\">"
@@ -105,9 +168,13 @@ def render(title: str, questions: list[dict], judge_note: str = "") -> str:
 
 
 def write(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str], html: str,
-          head=None) -> None:
-    """``head`` (lmad.headline.Headline): the judge's validation, shown above every judge column."""
+          head=None, steps: list[str] = (), lmad_reports: list[str] = (), labels: list[str] = (),
+          pushback_validation: list[str] = ()) -> None:
+    """``head`` (lmad.headline.Headline): the judge's validation, shown above every judge column;
+    the rest (optional): the disagreement layers' tables (``turn_labels``)."""
     backbone = layout.parse(judgments[0]).backbone if judgments else ""
     note = f"{head.warning} {head.validation}".strip() if head else ""
-    text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, traces, rounds), note)
+    by_turn, pushback_note = turn_labels(steps, lmad_reports, labels, pushback_validation)
+    text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, traces, rounds, by_turn), note,
+                  pushback_note)
     write_text(html, text)

@@ -5,6 +5,7 @@ debate rounds (``engine.self_reports``) and read here from their ``debate_steps`
 from __future__ import annotations
 
 import logging
+import random
 from collections import defaultdict
 
 import polars as pl
@@ -12,8 +13,8 @@ import polars as pl
 from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
-from ..disagreement.labels import (MEASUREMENT_STEPS, SELF_REPORT_STEP, as_json, parse_pushback, parse_self_report,
-                                   self_report_request)
+from ..disagreement.labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
+                                   parse_pushback, parse_self_report, self_report_request)
 from ..disagreement.local import local_turns
 from ..disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate, validation_line
 from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
@@ -114,11 +115,18 @@ def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_nam
 
 def lmad_self_report(questions: list[str], localizations: list[str], positions: list[str], prompt: str,
                      prompt_self_report: str, reports: str, model: dict, cache_dir: str, max_tokens: int,
-                     seed: int, provenance: dict, states: list[str] | None = None, **tone_prompts: str) -> None:
+                     seed: int, provenance: dict, states: list[str] | None = None, persistence: float = 0.0,
+                     **tone_prompts: str) -> None:
     """Layer A on LMAD's local debate, every (dataset, LMAD method, iteration) of one backbone in
     ONE batch: each turn's request is rebuilt from its stage tables (lmad.disagreement.local; the
     debater prompt ``prompt``, the tone of a toned method, P from the previous iteration's
-    ``states``) and followed by the self-report question in that conversation."""
+    ``states``) and followed by the self-report question in that conversation.
+
+    Layer C (``persistence`` > 0): in a toned method, a seeded share of the turns (a draw per
+    (question, iteration, round, agent)) is re-asked in the same batch, with new seeds, once in
+    the turn's conversation with the tone instruction deleted (``persist_removed``; the reply
+    written under the tone stays) and once with it kept (``persist_kept``, the noise floor) --
+    exactly what ``engine.self_reports`` does in a debate method's round."""
     qs = {}
     for path in questions:
         qs.update({q["qid"]: q for q in read_table("questions", path).to_dicts()})
@@ -134,18 +142,25 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
         role = tone_role(registered_method(name).tone)
         for turn in local_turns(debater, tones[role] if role else "", qs, committed.get((dataset, name, k), {}),
                                 tables["localizations"], tables["positions"], max_tokens):
-            s = derive_seed(seed, turn["qid"], SELF_REPORT_STEP, k, turn["round"], turn["agent"])
-            jobs.append((dataset, name, turn, self_report_request(turn["request"], turn["reply"], asked, s)))
+            where = (turn["qid"], k, turn["round"], turn["agent"])
+            asks = [(SELF_REPORT_STEP, turn["request"])]
+            if role and persistence > 0 and \
+                    random.Random(derive_seed(seed, where[0], "persist", *where[1:])).random() < persistence:
+                asks += [(PERSIST_REMOVED, turn["untoned"]), (PERSIST_KEPT, turn["request"])]
+            for step, request in asks:
+                s = derive_seed(seed, where[0], step, *where[1:])
+                jobs.append((dataset, name, step, turn, self_report_request(request, turn["reply"], asked, s)))
     backend = open_backend(model, cache_dir) if jobs else None
     replies = backend.generate([req for *_, req in jobs]) if backend else []
     rows = []
-    for (dataset, name, turn, req), reply in zip(jobs, replies):
+    for (dataset, name, step, turn, req), reply in zip(jobs, replies):
         label, error = parse_self_report(reply.text)
         rows.append({"dataset": dataset, "method": name, **{k: turn[k] for k in ("qid", "iteration", "round", "agent")},
-                     "temperature": req.temperature, "seed": req.seed, "response": reply.text,
+                     "step": step, "temperature": req.temperature, "seed": req.seed, "response": reply.text,
                      "parsed": as_json(label), "parse_error": error, **_call(reply)})
     write_table("lmad_self_reports", rows, reports, provenance)
-    log.info("self-reports of %d local-debate turns (%d unparsable); %s", len(rows),
+    log.info("self-reports of %d local-debate turns, %d layer-C re-asks (%d unparsable); %s",
+             sum(r["step"] == SELF_REPORT_STEP for r in rows), sum(r["step"] != SELF_REPORT_STEP for r in rows),
              sum(not r["parsed"] for r in rows), backend.stats() if backend else "no turns")
 
 

@@ -436,6 +436,10 @@ def figures(judgments: list[str], validation: str, predictions: list[str], quest
 
 
 def viewer(questions: list[str], judgments: list[str], validation: str, traces: list[str], rounds: list[str],
-           html: str, metric: str, provenance: dict, code: str = "") -> None:
+           html: str, metric: str, provenance: dict, code: str = "", steps: list[str] = (),
+           lmad_reports: list[str] = (), labels: list[str] = (), pushback_validation: list[str] = ()) -> None:
+    """The trace viewer; ``steps`` .. ``pushback_validation``: the disagreement layers' tables of
+    this backbone, each empty when its layer is off (lmad.paper.viewer.turn_labels)."""
     from ..paper import viewer as v
-    v.write(questions, judgments, traces, rounds, html, read_headline(validation, metric))
+    v.write(questions, judgments, traces, rounds, html, read_headline(validation, metric), steps, lmad_reports,
+            labels, pushback_validation)

@@ -15,7 +15,8 @@ from ..atomic import write_csv, write_text
 from ..backends import open_backend
 from ..display import markdown
 from ..paper.dynamics import correctness_by_round, dynamics
-from ..process import DIMENSIONS, cmp_name, parse_rubric, rubric_request, rubric_summary
+from ..process import (DIMENSIONS, build_rubric_battery, cmp_name, parse_rubric, rubric_request, rubric_summary,
+                       rubric_validation_line, validate_rubric)
 from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
@@ -51,6 +52,42 @@ def process_scores(questions: list[str], rounds: list[str], prompt: str, scores:
              backend.stats() if backend else "no replies")
 
 
+def rubric_validation(questions: list[str], prompt: str, battery: str, validation: str, report: str, model: dict,
+                      judge_name: str, cache_dir: str, max_tokens: int, questions_per_dataset: int,
+                      min_recall: float, seed: int, provenance: dict) -> None:
+    """Judge the rubric's authored battery (lmad.process.build_rubric_battery) in one batch with
+    exactly the request a real reply gets; write every item, the verdict and its report."""
+    qs = [q for path in questions for q in read_table("questions", path).to_dicts()]
+    items = build_rubric_battery(qs, questions_per_dataset, seed)
+    template = load_prompt(prompt)
+    backend = open_backend(model, cache_dir) if items else None
+    replies = backend.generate([rubric_request(template, it.question, it.parent, it.own, it.reply, max_tokens)
+                                for it in items]) if backend else []
+    rows = []
+    for it, reply in zip(items, replies):
+        label, error = parse_rubric(reply.text)
+        rows.append({"dataset": it.dataset, "qid": it.qid, "dimension": it.dimension, "kind": it.kind,
+                     "parent": it.parent, "own": it.own, "reply": it.reply, "judge_model": judge_name,
+                     **{d: label[d] if label else None for d in DIMENSIONS}, "raw": reply.text, "parse_error": error,
+                     **_call(reply)})
+    write_table("rubric_battery", rows, battery, provenance)
+    summary = {"judge_model": judge_name, **validate_rubric(rows, min_recall)}
+    write_table("rubric_validation", [summary], validation, provenance)
+    lines = [f"# Rubric judge validation — `{judge_name}`\n", rubric_validation_line(summary) + "\n",
+             "| Dimension | Items high / low | Mean score on high | Mean score on low | Recall high | Recall low |",
+             "|---|---|---|---|---|---|"]
+    for d in DIMENSIONS:
+        cells = []
+        for kind in ("high", "low"):
+            scores = [r[d] for r in rows if r["dimension"] == d and r["kind"] == kind and r[d] is not None]
+            cells.append(_fmt(sum(scores) / len(scores)) if scores else "–")
+        n = [sum(r["dimension"] == d and r["kind"] == k for r in rows) for k in ("high", "low")]
+        lines.append(f"| {d.upper()} | {n[0]} / {n[1]} | {cells[0]} | {cells[1]} | "
+                     + " | ".join(_fmt(100 * summary[f"{d}_{k}"]) + " %" for k in ("high", "low")) + " |")
+    write_text(report, "\n".join(lines) + "\n")
+    log.info("%s; %s", rubric_validation_line(summary), backend.stats() if backend else "no items")
+
+
 def _golds(questions: list[str]) -> dict:
     return {(r["dataset"], r["qid"]): [r["answer"], *(r["aliases"] or [])]
             for p in questions for r in read_table("questions", p).to_dicts()}
@@ -74,9 +111,10 @@ def _transitions(golds: dict, states: list[str]) -> dict:
 
 COLUMNS = ["backbone", "method", "base", "tone", "replies", "scored", "unscored", "rubric_status", "rp", "rp_lo",
            "rp_hi", "ei", "ei_lo", "ei_hi", "nc", "nc_lo", "nc_hi", "k", "cpl", "ame", "cmp", "cmp_name"]
-#: No known-answer battery validates the rubric judge yet, so its means are not shown (README
+#: The rubric means are shown only when the judge PASSED its battery (rule rubric_validation);
+#: a FAILED judge's (or, without a battery, an unvalidated one's) means are withheld (README
 #: "Process metrics"); the scores stay in the process_scores tables.
-RUBRIC_STATUS = "unvalidated"
+UNVALIDATED = "unvalidated"
 
 
 def _withheld(summary: dict) -> dict:
@@ -88,9 +126,11 @@ def _fmt(x) -> str:
 
 
 def process_table(questions: list[str], scores: list[str], rounds: list[str], csv: str, md: str,
-                  validation: str, provenance: dict, lmad_generate: list[str] | None = None) -> None:
+                  validation: str, provenance: dict, lmad_generate: list[str] | None = None,
+                  rubric_validation: list[str] | None = None) -> None:
     """results/paper/process.{csv,md}: per backbone x method (a toned variant is its own), the
-    rubric means with 95 % intervals and CPL / AME / CMP1v(K-1)."""
+    rubric means with 95 % intervals (only when the rubric judge PASSED its battery,
+    ``rubric_validation``; none given: unvalidated) and CPL / AME / CMP1v(K-1)."""
     from ..headline import validation_line
 
     golds = _golds(questions)
@@ -103,20 +143,28 @@ def process_table(questions: list[str], scores: list[str], rounds: list[str], cs
         backbone = layout.parse(path).backbone
         for r in read_table("process_scores", path).to_dicts():
             scored[(backbone, r["method"])].append(r)
+    judge = read_table("judge_validation", validation).to_dicts()[0]
+    if rubric_validation:
+        v = read_table("rubric_validation", rubric_validation[0]).to_dicts()[0]
+        status = "PASSED" if v["passed"] else "FAILED"
+        note = (f"> {rubric_validation_line(v)}" if v["passed"] else
+                f"> **RP / EI / NC are not shown:** {rubric_validation_line(v)} Its scores are kept, per reply, in "
+                "the process_scores tables.")
+    else:
+        status = UNVALIDATED
+        note = (f"> **RP / EI / NC are not shown:** no known-answer battery validates the rubric judge "
+                f"`{judge['judge_model']}`, so its scores are unvalidated (kept, per reply, in the process_scores "
+                f"tables). The same model's answer-judging validation, for reference: {validation_line(judge)}")
     rows = []
     for cell in sorted(set(states) | set(scored)):
         spec = registered_method(cell[1])
         trans = _transitions(golds, states[cell]) if states.get(cell) else {
             "k": 0, "cpl": math.nan, "ame": math.nan, "cmp": math.nan, "cmp_name": ""}
+        summary = rubric_summary(scored.get(cell, []))
         rows.append({"backbone": cell[0], "method": cell[1], "base": spec.base, "tone": spec.tone,
-                     "rubric_status": RUBRIC_STATUS, **_withheld(rubric_summary(scored.get(cell, []))), **trans})
+                     "rubric_status": status, **(summary if status == "PASSED" else _withheld(summary)), **trans})
     write_csv(csv, pl.DataFrame(rows).select(COLUMNS) if rows else pl.DataFrame(schema={c: pl.Utf8 for c in COLUMNS}))
-    judge = read_table("judge_validation", validation).to_dicts()[0]
-    head = ["# Process metrics (seed 001) by method × tone", "",
-            f"> **RP / EI / NC are not shown:** no known-answer battery validates the rubric judge "
-            f"`{judge['judge_model']}` yet, so its scores are unvalidated (kept, per reply, in the "
-            "process_scores tables). The same model's answer-judging validation, for reference: "
-            f"{validation_line(judge)}", "",
+    head = ["# Process metrics (seed 001) by method × tone", "", note, "",
             "RP / EI / NC: mean rubric score (1–10) over scored debate replies (rounds t ≥ 1; LMAD: local-debate "
             "replies), normal 95 % interval clipped to 1–10; unscored replies excluded and counted. CPL, AME (pp), "
             "CMP1v(K−1) (%): EM-based transitions between rounds (LMAD: iterations), mean over datasets — "
