@@ -69,6 +69,9 @@ rule disagreement_table:
         "logs/paper/disagreement.log",
     params:
         self_report=config["disagreement"]["self_report"],
+        code=code_hash("lmad.stages.disagreement.disagreement_table", "lmad.disagreement.tables.disagreement_rows",
+                       "lmad.disagreement.tables.persistence", "lmad.disagreement.tables.disagreement_markdown",
+                       "lmad.disagreement.tables.figure"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -140,6 +143,7 @@ rule probe_table:
         "logs/paper/probe.log",
     params:
         min_mass=config["disagreement"]["probe_min_mass"],
+        code=code_hash("lmad.stages.probe.probe_table", "lmad.stages.probe.probe_rows", "lmad.disagreement.probe.paired"),
     conda:
         "../envs/pipeline.yaml"
     script:

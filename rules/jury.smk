@@ -48,6 +48,7 @@ rule jury_table:
     params:
         pair=config["jury"]["pair"],
         min_rate=config["jury"]["min_rate"],
+        code=code_hash("lmad.stages.jury.jury_table", "lmad.jury.summarize"),
     conda:
         "../envs/pipeline.yaml"
     script:

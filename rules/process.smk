@@ -69,6 +69,9 @@ rule process_table:
         md=layout.paper("process.md"),
     log:
         "logs/paper/process.log",
+    params:
+        code=code_hash("lmad.stages.process.process_table", "lmad.stages.process._transitions",
+                       "lmad.process.rubric_summary", "lmad.paper.dynamics.dynamics"),
     conda:
         "../envs/pipeline.yaml"
     script:
