@@ -89,10 +89,10 @@ def make_workdir(work: Path, n: int, lmad_iterations: int, debate_rounds: int, b
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def snakemake(work: Path, cores: int) -> dict:
+def snakemake(work: Path, cores: int, extra: list[str] = ()) -> dict:
     """One ``snakemake`` run in ``work``: wall, CPU of it and all its jobs, jobs per rule."""
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
-           "--configfile", str(work / "config.yaml"), "--cores", str(cores)]
+           "--configfile", str(work / "config.yaml"), "--cores", str(cores), *extra]
     env = {**os.environ, "LMAD_ALLOW_TEST_DOUBLE": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -115,7 +115,7 @@ def calls_of(work: Path) -> int:
 def measure(root: Path, n: int, args) -> dict:
     work = root / f"n{n}"
     make_workdir(work, n, args.lmad_iterations, args.debate_rounds, args.bootstrap, args.all_methods)
-    run = snakemake(work, args.cores)
+    run = snakemake(work, args.cores, args.snakemake_args)
     calls = calls_of(work)
     out = {"n_per_dataset": n, "lmad_iterations": args.lmad_iterations, "debate_rounds": args.debate_rounds,
            "cores": args.cores, "jobs": run["jobs"], "calls": calls, "wall_s": run["wall_s"], "cpu_s": run["cpu_s"],
@@ -150,6 +150,8 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples of analysis and paper")
     ap.add_argument("--all-methods", action="store_true",
                     help="every registry method (toned variants, sc-matched), not the 14 neutral ones")
+    ap.add_argument("--snakemake-args", nargs="*", default=[], metavar="ARG",
+                    help="passed to the measured run, e.g. --snakemake-args=--scheduler=greedy")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--judge-edit", action="store_true", help="also time a rerun after a judge-prompt edit")
     ap.add_argument("--keep", help="keep the working directories under this folder")

@@ -8,6 +8,13 @@
 # stage bodies in lmad.stages.lmad.
 
 
+# The LMAD chain (six stage jobs per iteration, each waiting for the last) is a run's longest
+# path: its jobs start first whenever a core frees, and the independent debate rounds fill the
+# others. Without it Snakemake ran the debate rounds first and the chain alone at the end
+# (4 x 500, L = 10: 80 of 172 s with one job running).
+LMAD_CHAIN_PRIORITY = 10
+
+
 if LMAD_METHODS:
 
     localrules:
@@ -15,6 +22,7 @@ if LMAD_METHODS:
         lmad_predict,
 
     rule lmad_generate:
+        priority: LMAD_CHAIN_PRIORITY
         input:
             unpack(lmad_generate_inputs),
             questions=lmad_unit_questions,
@@ -40,6 +48,7 @@ if LMAD_METHODS:
             "../workflow/scripts/lmad_generate.py"
 
     rule lmad_extract:
+        priority: LMAD_CHAIN_PRIORITY
         input:
             questions=lmad_unit_questions,
             samples=lmad_paths("generate"),
@@ -67,6 +76,7 @@ if LMAD_METHODS:
             "../workflow/scripts/lmad_extract.py"
 
     rule lmad_localize:
+        priority: LMAD_CHAIN_PRIORITY
         input:
             unpack(lmad_state),
             questions=lmad_unit_questions,
@@ -91,6 +101,7 @@ if LMAD_METHODS:
             "../workflow/scripts/lmad_localize.py"
 
     rule lmad_debate:
+        priority: LMAD_CHAIN_PRIORITY
         input:
             unpack(lmad_state),
             questions=lmad_unit_questions,
@@ -119,6 +130,7 @@ if LMAD_METHODS:
             "../workflow/scripts/lmad_debate.py"
 
     rule lmad_resolve:
+        priority: LMAD_CHAIN_PRIORITY
         input:
             unpack(lmad_state),
             questions=lmad_unit_questions,
@@ -146,6 +158,7 @@ if LMAD_METHODS:
             "../workflow/scripts/lmad_resolve.py"
 
     rule lmad_commit:
+        priority: LMAD_CHAIN_PRIORITY
         input:
             unpack(lmad_state),
             questions=lmad_unit_questions,
