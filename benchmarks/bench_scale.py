@@ -63,9 +63,11 @@ def make_workdir(work: Path, n: int, lmad_iterations: int, debate_rounds: int, b
     sys.path.insert(0, str(REPO / "workflow"))
     from lmad.registry import METHODS
 
-    # the 14: every method at the neutral tone, less the matched-budget SC baseline
-    # (toned variants and sc-matched came later; --all-methods runs them too)
-    methods = [m.name for m in METHODS.values() if all_methods or m.tone == "neutral" and m.name != "sc-matched"]
+    # the 14: every method at the neutral tone without a society, less the matched-budget
+    # SC baseline (toned, society and sc-matched methods came later; --all-methods adds the first
+    # and last: a society needs the selection stage, which this config does not turn on)
+    methods = [m.name for m in METHODS.values() if m.society is None
+               and (all_methods or m.tone == "neutral" and m.name != "sc-matched")]
     (work / "data").mkdir(parents=True)
     shutil.copytree(REPO / "config" / "prompts", work / "prompts")
     for d in DATASETS:
@@ -149,7 +151,7 @@ def main() -> None:
     ap.add_argument("--debate-rounds", type=int, default=2)
     ap.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples of analysis and paper")
     ap.add_argument("--all-methods", action="store_true",
-                    help="every registry method (toned variants, sc-matched), not the 14 neutral ones")
+                    help="also the toned variants and sc-matched, not only the 14 neutral ones")
     ap.add_argument("--snakemake-args", nargs="*", default=[], metavar="ARG",
                     help="passed to the measured run, e.g. --snakemake-args=--scheduler=greedy")
     ap.add_argument("--cores", type=int, default=2)
