@@ -233,3 +233,30 @@ def test_workflow_the_society_file_is_an_lmad_input_only_with_a_society_method(w
         assert len(inputs) == 2 and all("results/scripted/societies/members.parquet" in i for i in inputs)
     assert not any("members.parquet" in i for i in planned_inputs(plan, "lmad_extract"))
     assert "lmad+ac-greedy/iter1/commit.parquet" in plan and "predictions/lmad+ac-greedy.parquet" in plan
+
+
+def test_workflow_lmad_with_a_society_runs_to_the_paper(workdir):
+    config = make_config(workdir, n=1, methods=("sc", "lmad", "lmad+ac-greedy"), societies=SOCIETIES,
+                         lmad={"iterations": 2, "local_rounds": 1})
+    write_config(workdir, config)
+    snakemake(workdir)
+    root = workdir / "results" / "scripted"
+    import polars as pl
+
+    members = read_table("society_members", root / "societies" / "members.parquet")
+    pool = read_table("society_pool", root / "societies" / "pool.parquet")
+    ac = members.filter(pl.col("selector") == "ac_greedy").sort("rank")
+    for d in config["datasets"]:
+        g0 = read_table("samples", root / d / "lmad+ac-greedy" / "iter0" / "generate.parquet").sort("qid", "agent")
+        # agent i is member i; its iteration 0 is its pool answer (same prompt and seed: a cache hit)
+        assert g0["temperature"].to_list() == ac["temperature"].to_list() * g0["qid"].n_unique()
+        mine = pool.filter(pl.col("dataset") == d).join(ac.select("agent", "rank"), on="agent")
+        assert g0.select("qid", "agent", "response").rows() == mine.sort("qid", "rank").select(
+            "qid", "rank", "response").rows()
+        assert g0["cached"].all()
+        preds = read_table("predictions", root / d / "predictions" / "lmad+ac-greedy.parquet")
+        assert set(preds["method"]) == {"lmad+ac-greedy"}
+    debates = pl.read_csv(workdir / "results" / "paper" / "society_debates.csv")
+    assert set(debates["method"]) == {"lmad", "lmad+ac-greedy"}
+    table = (root / "analysis" / "table.md").read_text()
+    assert "| lmad+ac-greedy |" in table and "lmad+ac-greedy: scored on all questions" in table
