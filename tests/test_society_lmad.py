@@ -16,6 +16,7 @@ from lmad.schemas import read_table, write_table
 from lmad.solver import derive_seed
 from lmad.stages import generate as generate_stage
 from lmad.stages import lmad as stages
+from lmad.stages import disagreement as layers
 from lmad.stages import societies as society_stage
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -84,6 +85,7 @@ def job(tmp_path, monkeypatch):
         return backend
 
     monkeypatch.setattr(stages, "open_backend", opener)
+    monkeypatch.setattr(layers, "open_backend", opener)
 
     class Job:
         pass
@@ -171,6 +173,31 @@ def test_society_lmad_agents_are_the_members_and_iteration0_is_their_pool_calls(
         assert {q.temperature for b in job.sent[bent] for q in b} == {0.9}
 
 
+def test_layer_a_asks_a_society_members_turn_in_its_own_conversation_on_its_weights(job):
+    """lmad_self_report rebuilds each local-debate turn of a society method under its member's
+    persona (the request the debate sent) and asks it on the member's weights."""
+    run_iteration(job, ["lmad", "lmad+top-k"], 0)
+    sent = {id(q): (model_id, q) for model_id, batches in job.sent.items() for b in batches for q in b}
+    debater = {(q.seed, q.messages): model_id for model_id, q in sent.values() if "focused debate" in system(q)}
+    job.sent.clear()
+    paths = lambda stage: [str(job.dir / m / "iter0" / f"{stage}.parquet") for m in ("lmad", "lmad+top-k")]  # noqa
+    reports = str(job.dir / "reports.parquet")
+    layers.lmad_self_report(questions=[job.questions], localizations=paths("localize"), positions=paths("debate"),
+                            prompt=str(PROMPTS / "debater.txt"), prompt_self_report=str(PROMPTS / "self_report.txt"),
+                            reports=reports, model=SPEC, cache_dir=job.cache, max_tokens=128, seed=0, provenance={},
+                            members=job.members)
+    asked = [(model_id, q) for model_id, batches in job.sent.items() for b in batches for q in b]
+    rows = read_table("lmad_self_reports", reports).to_dicts()
+    assert len(asked) == len(rows) > 0 and {r["method"] for r in rows} == {"lmad", "lmad+top-k"}
+    for model_id, q in asked:
+        turn = q.messages[:-2]  # the turn's conversation, then the debater's reply and the question
+        # the turn's own request (its persona, its seed among the local debate's) and the weights it ran on
+        assert any(messages == turn and debater_model == model_id
+                   for (_, messages), debater_model in debater.items()), system(q)[:80]
+    assert any(system(q).startswith(so.PERSONAS["skeptic"]) for _, q in asked)
+    assert {m for m, _ in asked} == {"scripted@test-double", "scripted@test-double+perturb=seed1:scale0.001"}
+
+
 def test_without_a_society_unit_the_stages_need_no_society_file(job):
     """The plain unit alone: no society file is read and nothing runs on perturbed weights."""
     job.members = None
@@ -233,6 +260,13 @@ def test_workflow_the_society_file_is_an_lmad_input_only_with_a_society_method(w
         assert len(inputs) == 2 and all("results/scripted/societies/members.parquet" in i for i in inputs)
     assert not any("members.parquet" in i for i in planned_inputs(plan, "lmad_extract"))
     assert "lmad+ac-greedy/iter1/commit.parquet" in plan and "predictions/lmad+ac-greedy.parquet" in plan
+    # layer A rebuilds the members' local turns: the society file is its input too (only then)
+    write_config(workdir, config | {"disagreement": {"self_report": True}})
+    assert not any("members.parquet" in i for i in planned_inputs(snakemake(workdir, "--dry-run").stdout,
+                                                                  "lmad_self_report"))
+    write_config(workdir, config | {"methods": ["sc", "lmad", "lmad+ac-greedy"], "disagreement": {"self_report": True}})
+    inputs = planned_inputs(snakemake(workdir, "--dry-run").stdout, "lmad_self_report")
+    assert len(inputs) == 1 and "results/scripted/societies/members.parquet" in inputs[0]
 
 
 def test_workflow_lmad_with_a_society_runs_to_the_paper(workdir):

@@ -112,25 +112,26 @@ def _stats(backend) -> str:
     return backend.stats() if backend else "no model calls"
 
 
-class _Weights:
+class JobWeights:
     """A job's backends, each opened on first use: the model's own, and one per distinct
     perturbation among a society's members (backends/perturb.py; a model copy of its own)."""
 
-    def __init__(self, model: dict, cache_dir: str):
+    def __init__(self, model: dict, cache_dir: str, opener=None):
         self.model, self.cache_dir, self.opened = model, cache_dir, {}
+        self.opener = opener or (lambda spec, cache: open_backend(spec, cache))  # this module's, looked up late
 
     def of(self, agent: so.PoolAgent | None) -> Backend:
         key = None if agent is None or agent.perturb is None else (agent.perturb_seed, agent.perturb_scale)
         if key not in self.opened:
             spec = self.model if key is None else dict(self.model) | {"perturb": agent.perturb}
-            self.opened[key] = open_backend(spec, self.cache_dir)
+            self.opened[key] = self.opener(spec, self.cache_dir)
         return self.opened[key]
 
     def stats(self) -> str:
         return "; ".join(b.stats() for b in self.opened.values()) or "no model calls"
 
 
-class _Society:
+class SocietyFile:
     """The society file of a job (read once, when a unit first needs it)."""
 
     def __init__(self, members: str | None):
@@ -172,9 +173,9 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
     A society unit's agents are its members (``members``: the society file); its iteration 0
     repeats each member's pool call (the pool's prompt and seed), so the cache serves it."""
     us = _Units(units, questions, samples=samples, proposals=proposals, state=state)
-    society = _Society(members)
+    society = SocietyFile(members)
     solver = load_prompt(prompt)
-    weights = _Weights(model, cache_dir)
+    weights = JobWeights(model, cache_dir)
     jobs, owners, reused = [], [], {}
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
@@ -282,7 +283,7 @@ def debate(questions: list[str], localizations: list[str], prompt: str, position
     ``prompt_tone_<tone>`` instruction files of the toned methods among the units (lmad.tones);
     ``members``: the society file, whose members are a society unit's debaters."""
     us = _Units(units, questions, localizations=localizations, positions=positions, state=state)
-    society, weights = _Society(members), _Weights(model, cache_dir)
+    society, weights = SocietyFile(members), JobWeights(model, cache_dir)
     tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
     items, owners = [], []
     for u, qs in enumerate(us.questions):
