@@ -261,10 +261,13 @@ def lmad_state(wildcards):
 
 
 def lmad_generate_inputs(wildcards):
-    """Iteration 0 reuses the shared self-consistency proposals: zero calls (a society method's
-    units skip theirs: their iteration 0 is the members' pool calls)."""
+    """Iteration 0 reuses the shared self-consistency proposals: zero calls. They are listed for
+    the units without a society only (in unit order): a society method's iteration 0 is its
+    members' pool calls, so a run of society methods alone never computes the proposals."""
     if int(wildcards.iteration) == 0:
-        return {"proposals": proposal_tables(wildcards, repeat=len(LMAD_METHODS))} | lmad_society(wildcards)
+        plain = [m for m in LMAD_METHODS if not METHODS[m].society]
+        tables = [layout.samples(wildcards.backbone, w, "proposals") for w in job_datasets(wildcards) for _ in plain]
+        return ({"proposals": tables} if tables else {}) | lmad_society(wildcards)
     return lmad_state(wildcards) | lmad_society(wildcards)
 
 

@@ -102,7 +102,8 @@ def run_iteration(j, methods, k, rounds=1):
     common = {"model": SPEC, "cache_dir": j.cache, "provenance": {}, "units": units, "questions": [j.questions] * len(
         methods)}
     state = {"state": [str(j.dir / m / f"iter{k - 1}" / "state.parquet") for m in methods]} if k else {}
-    source = {"proposals": [j.proposals] * len(methods)} if k == 0 else state
+    plain = [m for m in methods if "+" not in m]  # the shared proposals: units without a society only
+    source = {"proposals": [j.proposals] * len(plain)} if k == 0 else state
     stages.generate(prompt=str(PROMPTS / "solver.txt"), samples=p("generate"), iteration=k, temperatures=TEMPERATURES,
                     max_tokens=64, seed=0, members=j.members, **source, **common)
     stages.extract(samples=p("generate"), prompt=str(PROMPTS / "extractor.txt"), chains=p("extract"), iteration=k,
@@ -260,6 +261,10 @@ def test_workflow_the_society_file_is_an_lmad_input_only_with_a_society_method(w
         assert len(inputs) == 2 and all("results/scripted/societies/members.parquet" in i for i in inputs)
     assert not any("members.parquet" in i for i in planned_inputs(plan, "lmad_extract"))
     assert "lmad+ac-greedy/iter1/commit.parquet" in plan and "predictions/lmad+ac-greedy.parquet" in plan
+    # society LMAD alone: its stages never read the shared proposals (its iteration 0 is the pool's calls)
+    write_config(workdir, config | {"methods": ["cot", "lmad+ac-greedy"]})
+    alone = planned_inputs(snakemake(workdir, "--dry-run").stdout, "lmad_generate")
+    assert len(alone) == 2 and not any("proposals.parquet" in i for i in alone)
     # layer A rebuilds the members' local turns: the society file is its input too (only then)
     write_config(workdir, config | {"disagreement": {"self_report": True}})
     assert not any("members.parquet" in i for i in planned_inputs(snakemake(workdir, "--dry-run").stdout,

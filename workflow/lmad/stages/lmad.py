@@ -172,7 +172,15 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
     empty repair) gets new samples instead of the cached ones of the previous iteration.
     A society unit's agents are its members (``members``: the society file); its iteration 0
     repeats each member's pool call (the pool's prompt and seed), so the cache serves it."""
-    us = _Units(units, questions, samples=samples, proposals=proposals, state=state)
+    us = _Units(units, questions, samples=samples, state=state)
+    # the shared proposals: one table per unit without a society, in unit order
+    plain = [u for u, (_, m) in enumerate(us.names) if registered_method(m).society is None]
+    if iteration == 0:
+        if plain and proposals is None:
+            raise ValueError("lmad generate: iteration 0 of a unit without a society needs its proposals")
+        check_aligned("lmad", len(plain), proposals=proposals)
+        check_unit_paths("lmad", [us.names[u] for u in plain], proposals=proposals)
+    shared = dict(zip(plain, proposals or []))
     society = SocietyFile(members)
     solver = load_prompt(prompt)
     weights = JobWeights(model, cache_dir)
@@ -181,11 +189,11 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
         method = us.names[u][1]
         agents = society.agents(method)
         if iteration == 0 and agents is None:
-            rows = _table("samples", proposals[u])
+            rows = _table("samples", shared[u])
             got = {(r["qid"], r["agent"]): r["temperature"] for r in rows}
             want = {(q, a): float(t) for q in qs for a, t in enumerate(temperatures)}
             if got != want:
-                raise ValueError(f"{proposals[u]}: proposals do not match the questions x agent temperatures "
+                raise ValueError(f"{shared[u]}: proposals do not match the questions x agent temperatures "
                                  f"{temperatures}; rerun rule generate")
             reused[u] = rows
             continue
