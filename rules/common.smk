@@ -11,6 +11,7 @@ from lmad.job_resources import model_sizing
 from lmad.protocols.debate import setting_of
 from lmad.registry import METHODS, TABLE2_METHODS, names
 from lmad.runlock import guard_workflow
+from lmad.societies import split_society
 from lmad.tones import tone_role
 from lmad.smk import code_hash
 
@@ -260,10 +261,23 @@ def lmad_state(wildcards):
 
 
 def lmad_generate_inputs(wildcards):
-    """Iteration 0 reuses the shared self-consistency proposals: zero calls."""
+    """Iteration 0 reuses the shared self-consistency proposals: zero calls. They are listed for
+    the units without a society only (in unit order): a society method's iteration 0 is its
+    members' pool calls, so a run of society methods alone never computes the proposals."""
     if int(wildcards.iteration) == 0:
-        return {"proposals": proposal_tables(wildcards, repeat=len(LMAD_METHODS))}
-    return lmad_state(wildcards)
+        plain = [m for m in LMAD_METHODS if not METHODS[m].society]
+        tables = [layout.samples(wildcards.backbone, w, "proposals") for w in job_datasets(wildcards) for _ in plain]
+        return ({"proposals": tables} if tables else {}) | lmad_society(wildcards)
+    return lmad_state(wildcards) | lmad_society(wildcards)
+
+
+def lmad_society(wildcards):
+    """The society file, an input of the stages whose agents speak (generate, debate) when the run
+    has an LMAD method with a society (lmad+ac-greedy); none otherwise, so a run without one plans
+    the same jobs as before."""
+    if not any(METHODS[m].society for m in LMAD_METHODS):
+        return {}
+    return {"members": layout.society(wildcards.backbone, "members")}
 
 
 def lmad_iteration_tables(stage):
@@ -507,11 +521,12 @@ def society_outputs():
 
 
 def society_debate_methods():
-    """The run's debating methods with a society, each followed by its plain method when the run has it."""
+    """The run's debating and LMAD methods with a society, each followed by its plain method when the
+    run has it."""
     out = []
-    for m in DEBATE_METHODS:
+    for m in DEBATE_METHODS + LMAD_METHODS:
         if METHODS[m].society:
-            out += [m] + [b for b in [METHODS[m].protocol.name] if b in config["methods"] and b not in out]
+            out += [m] + [b for b in [split_society(m)[0]] if b in config["methods"] and b not in out]
     return list(dict.fromkeys(out))
 
 

@@ -83,6 +83,7 @@ rule disagreement_table:
 # deleted / kept (one job per backbone, one batch, the backbone's model).
 rule lmad_self_report:
     input:
+        unpack(lmad_society),
         **lmad_tone_prompts(),
         questions=question_tables,
         localizations=lmad_debate_tables("localize"),

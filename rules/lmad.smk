@@ -5,7 +5,8 @@
 # Tables stay per unit (lmad.layout.lmad_table): results/{backbone}/{dataset}/{method}/iter{k}/{stage}.parquet.
 # Questions that stopped pass through later iterations untouched; a stage with nothing to
 # do writes empty tables without loading a model. Input functions live in rules/common.smk;
-# stage bodies in lmad.stages.lmad.
+# stage bodies in lmad.stages.lmad. A method with a selected society (lmad+ac-greedy) is one
+# more unit; the society file is then an input of generate and debate (its agents' stages).
 
 
 # The LMAD chain (six stage jobs per iteration, each waiting for the last) is a run's longest
@@ -104,6 +105,7 @@ if LMAD_METHODS:
         priority: LMAD_CHAIN_PRIORITY
         input:
             unpack(lmad_state),
+            unpack(lmad_society),
             questions=lmad_unit_questions,
             localizations=lmad_paths("localize"),
             prompt=config["prompts"]["debater"],

@@ -83,9 +83,9 @@ def test_registry():
     from lmad.societies import SELECTORS
 
     assert names("single") == ["cot", "sc", "sc-matched"]
-    assert [m for m in names("lmad") if METHODS[m].tone == "neutral"] == TABLE2_METHODS == [
+    assert [m for m in names("lmad") if METHODS[m].tone == "neutral" and not METHODS[m].society] == TABLE2_METHODS == [
         "lmad", "lmad-concrete", "lmad-always"]
-    assert names("lmad")[3:] == ["lmad@friendly", "lmad@hostile"]  # toned Strict LMAD, not Table 2 columns
+    assert names("lmad")[3:5] == ["lmad@friendly", "lmad@hostile"]  # toned Strict LMAD, not Table 2 columns
     assert {m.rule for m in METHODS.values()} == {"predict", "lmad_predict", "debate_predict"}
     assert all(m.protocol is not None for m in METHODS.values() if m.family == "debate")
     assert [m.label for m in METHODS.values() if m.tone == "neutral" and m.society is None] == [
@@ -93,9 +93,15 @@ def test_registry():
         "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD"]
     # every debating method with each selector's society: a method (and label) of its own, after the rest
     societies = [m for m in METHODS.values() if m.society]
-    assert {(m.protocol.name, m.society) for m in societies} == {(p, s) for p in PROTOCOLS for s in SELECTORS}
+    assert {(m.protocol.name, m.society) for m in societies if m.protocol} == {(p, s) for p in PROTOCOLS
+                                                                             for s in SELECTORS}
     assert list(METHODS)[-len(societies):] == [m.name for m in societies]
     assert METHODS["mad+ac-greedy"].label == "MAD (AC-Greedy society)" and METHODS["mad+ac-greedy"].protocol.name == "mad"
+    # and each LMAD policy with each society: the same commit policy, its own method, not a Table 2 column
+    lmad = [m for m in societies if m.family == "lmad"]
+    assert {(m.name, m.policy) for m in lmad} == {(f"{b}+{s.replace('_', '-')}", p) for b, p in (
+        ("lmad", "strict"), ("lmad-concrete", "concrete"), ("lmad-always", "always")) for s in SELECTORS}
+    assert METHODS["lmad+ac-greedy"].label == "LMAD (AC-Greedy society)" and not any(m.table2 for m in lmad)
     assert len({m.label for m in METHODS.values()}) == len(METHODS)
 
 

@@ -162,6 +162,9 @@ def test_society_names_round_trip(name, selector):
         full = so.with_society(name, selector)
         assert so.split_society(full) == (name, selector) and METHODS[full].society == selector
         assert METHODS[full].label != spec.label and METHODS[full].protocol == spec.protocol
+    elif spec.family == "lmad" and spec.tone == "neutral" and spec.society is None:  # an LMAD policy too
+        full = so.with_society(name, selector)
+        assert METHODS[full].society == selector and METHODS[full].policy == spec.policy
     else:
         assert so.with_society(name, selector) not in METHODS
 
@@ -217,7 +220,7 @@ def test_society_setting_comes_from_the_society_and_the_base_methods_rounds():
     (["mad+ac-greedy"], {"enabled": False}, "methods", "societies.enabled is false"),
     (["mad+best"], None, "methods", "unknown society 'best'"),
     (["cot+ac-greedy"], None, "methods", "only a debating method"),
-    (["lmad+top-k"], None, "methods", "only a debating method"),
+    (["lmad@hostile+top-k"], None, "methods", "only a debating method"),
     (["mad+sc-greedy"], {"enabled": True, "k": 1, "pool": {"temperatures": [0.1, 0.5], "personas": ["plain"],
                                                            "variants": ["standard"]}}, "societies.k", "1 member"),
     (["consensus+default"], {"enabled": True, "pool": {"temperatures": [0.1], "personas": ["plain"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .data.loaders import dataset_type
 from .protocols.debate import setting_of
 from .registry import method
+from .societies import society_size
 
 
 def check_method_names(config: dict) -> None:
@@ -55,3 +56,22 @@ def check_config(config: dict, allow_test_double: bool) -> None:
     for name in config["methods"]:
         if method(name).family == "debate":
             setting_of(name, config)  # a bad per-method setting (or a society while societies are off) fails here
+        elif method(name).society:
+            check_lmad_society(name, config)
+
+
+def check_lmad_society(name: str, config: dict) -> int:
+    """The member count of an LMAD method's society (``lmad+ac-greedy``): its agents. Fails, naming
+    the key, while societies are off or when the society has fewer than two members (one agent
+    never disagrees, so LMAD would never localize)."""
+    selector = method(name).society
+    societies = config.get("societies") or {}
+    if not societies.get("enabled"):
+        raise ValueError(f"config methods: {name!r} debates with the {selector} society, but societies.enabled "
+                         "is false (no society is selected)")
+    size = society_size(selector, societies, config["agents"]["temperatures"])
+    if size < 2:
+        where = "agents.temperatures / societies.pool (default personas)" if selector == "default" else "societies.k"
+        raise ValueError(f"config {where}: the {selector} society has {size} member(s); LMAD with a society needs "
+                         "at least 2")
+    return size

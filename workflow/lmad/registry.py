@@ -5,6 +5,7 @@ family     methods                                           predicted by      r
 =========  ================================================  ================  ==========
 single     ``cot``, ``sc``                                   rule predict      a vote over one samples table
 lmad       ``lmad``, ``lmad-concrete``, ``lmad-always``      rule lmad_predict the LMAD stages, one commit policy each
+           (and each with a society: ``lmad+ac-greedy``)
 debate     every protocol of lmad.protocols.debate.methods   rule debate_predict  round by round
 =========  ================================================  ================  ==========
 
@@ -76,13 +77,21 @@ def _society(p: Protocol, selector: str) -> Method:
                   protocol=p, society=selector)
 
 
+#: LMAD's commit policies (neutral tone): each can take a society, whose members are then its agents.
+_LMAD = {"lmad": ("LMAD", "strict"), "lmad-concrete": ("Concrete", "concrete"), "lmad-always": ("Always", "always")}
+
+
+def _lmad_society(name: str, selector: str) -> Method:
+    label, policy = _LMAD[name]
+    return Method(with_society(name, selector), "lmad", f"{label} ({SOCIETY_LABELS[selector]} society)", policy=policy,
+                  society=selector)
+
+
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("cot", "single", "CoT", samples="cot"),
     Method("sc", "single", "SC", samples="proposals"),
     Method("sc-matched", "single", "SC (matched tokens)", samples="matched"),
-    Method("lmad", "lmad", "LMAD", policy="strict", table2=True),
-    Method("lmad-concrete", "lmad", "Concrete", policy="concrete", table2=True),
-    Method("lmad-always", "lmad", "Always", policy="always", table2=True),
+    *(Method(name, "lmad", label, policy=policy, table2=True) for name, (label, policy) in _LMAD.items()),
     # LMAD (Strict) with a tone in its local debate (lmad.tones); not Table 2 columns
     *(Method(toned("lmad", tone), "lmad", f"LMAD ({tone})", policy="strict", tone=tone) for tone in TONES[1:]),
     *(_debate(p) for p in PROTOCOLS.values()),
@@ -90,6 +99,8 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     *(_debate(p, tone) for tone in TONES[1:] for p in PROTOCOLS.values()),
     # every debating method with each selected society (lmad.societies; neutral tone), last
     *(_society(p, sel) for sel in SELECTORS for p in PROTOCOLS.values()),
+    # LMAD (each policy) with each selected society: its agents are the members; not Table 2 columns
+    *(_lmad_society(name, sel) for sel in SELECTORS for name in _LMAD),
 ]}
 
 
@@ -99,9 +110,9 @@ def method(name: str) -> Method:
     except KeyError:
         pass
     base, selector = split_society(name)  # an unknown society suffix raises here, naming the known ones
-    if selector is not None and base not in PROTOCOLS:
+    if selector is not None and base not in PROTOCOLS and base not in _LMAD:
         raise ValueError(f"method {name!r}: only a debating method at the neutral tone ({', '.join(PROTOCOLS)}) "
-                         f"can run with a society; {base!r} is not one")
+                         f"or an LMAD policy ({', '.join(_LMAD)}) can run with a society; {base!r} is not one")
     raise ValueError(f"unknown method {name!r}; known: {sorted(METHODS)}")
 
 

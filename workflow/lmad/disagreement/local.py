@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..prompts import Prompt
 from ..protocols.lmad.local_debate import debate_request
@@ -21,9 +21,11 @@ from .pushback import parent_text
 
 
 def local_turns(prompt: Prompt | None, tone: str, questions: Mapping[str, dict], committed: Mapping[str, list[str]],
-                localizations: Sequence[dict], positions: Sequence[dict], max_tokens: int) -> list[dict]:
+                localizations: Sequence[dict], positions: Sequence[dict], max_tokens: int,
+                voice: Callable[[int, Prompt], Prompt] | None = None) -> list[dict]:
     """One entry per ``lmad_positions`` row: ``qid, iteration, round, agent, temperature, seed,
-    request`` (as the local debate sent it; None without a ``prompt``), ``untoned`` (the same
+    request`` (as the local debate sent it; None without a ``prompt``; ``voice(agent, prompt)``:
+    agent's own debater prompt, a society member's persona), ``untoned`` (the same
     request with the tone instruction deleted: layer C's re-ask), ``reply``, ``parent`` and ``own``
     (the agent's previous position); in (qid, round, agent) order."""
     loc = {r["qid"]: r for r in localizations}
@@ -39,8 +41,9 @@ def local_turns(prompt: Prompt | None, tone: str, questions: Mapping[str, dict],
             prev = {a: r["position"] for a, r in by[(qid, rnd - 1)].items()}
         for a, row in sorted(turns.items()):
             others = {j: p for j, p in prev.items() if j != a}
+            ask = voice(a, prompt) if voice and prompt is not None else prompt
             req = None if prompt is None else debate_request(
-                prompt, questions[qid], list(committed.get(qid) or []), where["segments"][a], where["conflict"],
+                ask, questions[qid], list(committed.get(qid) or []), where["segments"][a], where["conflict"],
                 prev[a], others, a, row["temperature"], row["seed"], max_tokens)
             untoned = req
             if tone and req is not None:

@@ -19,11 +19,14 @@ from ..disagreement.local import local_turns
 from ..disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate, validation_line
 from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
 from ..prompts import load_prompt
+from ..protocols.debate.engine import generate_by_backend
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import derive_seed
+from ..societies import member_prompt
 from ..tones import tone_role
 from .judge import _call
+from .lmad import JobWeights, SocietyFile
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +119,7 @@ def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_nam
 def lmad_self_report(questions: list[str], localizations: list[str], positions: list[str], prompt: str,
                      prompt_self_report: str, reports: str, model: dict, cache_dir: str, max_tokens: int,
                      seed: int, provenance: dict, states: list[str] | None = None, persistence: float = 0.0,
-                     **tone_prompts: str) -> None:
+                     members: str | None = None, **tone_prompts: str) -> None:
     """Layer A on LMAD's local debate, every (dataset, LMAD method, iteration) of one backbone in
     ONE batch: each turn's request is rebuilt from its stage tables (lmad.disagreement.local; the
     debater prompt ``prompt``, the tone of a toned method, P from the previous iteration's
@@ -126,7 +129,11 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
     (question, iteration, round, agent)) is re-asked in the same batch, with new seeds, once in
     the turn's conversation with the tone instruction deleted (``persist_removed``; the reply
     written under the tone stays) and once with it kept (``persist_kept``, the noise floor) --
-    exactly what ``engine.self_reports`` does in a debate method's round."""
+    exactly what ``engine.self_reports`` does in a debate method's round.
+
+    A method with a selected society (``lmad+ac-greedy``; ``members``: the society file) rebuilds
+    each turn under its member's persona and asks it on the member's weights, as the local debate
+    did (one batch per set of weights)."""
     qs = {}
     for path in questions:
         qs.update({q["qid"]: q for q in read_table("questions", path).to_dicts()})
@@ -137,11 +144,14 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
             s["qid"]: s["committed"] for s in read_table("lmad_state", path).to_dicts()}
     debater, asked = load_prompt(prompt), load_prompt(prompt_self_report)
     tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
-    jobs = []
+    jobs, weights, society, agent_of = [], JobWeights(model, cache_dir, lambda spec, cache: open_backend(spec, cache)), \
+        SocietyFile(members), {}
     for (dataset, name, k), tables in sorted(_lmad_tables(localizations, positions).items()):
         role = tone_role(registered_method(name).tone)
+        agents = society.agents(name)
+        voice = (lambda a, p, agents=agents: member_prompt(p, "debater", agents[a])) if agents else None
         for turn in local_turns(debater, tones[role] if role else "", qs, committed.get((dataset, name, k), {}),
-                                tables["localizations"], tables["positions"], max_tokens):
+                                tables["localizations"], tables["positions"], max_tokens, voice=voice):
             where = (turn["qid"], k, turn["round"], turn["agent"])
             asks = [(SELF_REPORT_STEP, turn["request"])]
             if role and persistence > 0 and \
@@ -149,9 +159,10 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
                 asks += [(PERSIST_REMOVED, turn["untoned"]), (PERSIST_KEPT, turn["request"])]
             for step, request in asks:
                 s = derive_seed(seed, where[0], step, *where[1:])
+                agent_of[len(jobs)] = agents[turn["agent"]] if agents else None
                 jobs.append((dataset, name, step, turn, self_report_request(request, turn["reply"], asked, s)))
-    backend = open_backend(model, cache_dir) if jobs else None
-    replies = backend.generate([req for *_, req in jobs]) if backend else []
+    # without a society: one batch on the model's own weights, as before
+    replies = generate_by_backend([(weights.of(agent_of[i]), job[-1]) for i, job in enumerate(jobs)])
     rows = []
     for (dataset, name, step, turn, req), reply in zip(jobs, replies):
         label, error = parse_self_report(reply.text)
@@ -161,7 +172,7 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
     write_table("lmad_self_reports", rows, reports, provenance)
     log.info("self-reports of %d local-debate turns, %d layer-C re-asks (%d unparsable); %s",
              sum(r["step"] == SELF_REPORT_STEP for r in rows), sum(r["step"] != SELF_REPORT_STEP for r in rows),
-             sum(not r["parsed"] for r in rows), backend.stats() if backend else "no turns")
+             sum(not r["parsed"] for r in rows), weights.stats() if jobs else "no turns")
 
 
 def disagreement_table(steps: list[str], labels: list[str], validation: list[str], csv: str, md: str,

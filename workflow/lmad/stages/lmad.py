@@ -19,16 +19,26 @@ and later ones wherever their states agree) are computed once inside the batch. 
 with nothing to do writes empty tables and never opens the model. ``state`` is absent at
 iteration 0: every question is active and P is empty, so iteration 0's generation IS the
 shared self-consistency proposals, reused without a call.
+
+A method with a selected society (``lmad+ac-greedy``; README "Coverage-selected societies")
+is a unit like any other whose agents are the society file's members (input ``members`` of
+``generate`` and ``debate``): agent i samples and debates at member i's temperature, persona and
+prompt variant, on the backend of its weights (one batch per set of weights). Its iteration 0
+is the members' own pool calls (pool prompt and seed: cache hits), never the shared proposals.
+The model roles that are not agents (extractor, localizer, resolver, relation check) stay on
+the unperturbed model.
 """
 from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
 
+from .. import societies as so
 from ..answers import normalize_answer
-from ..backends import open_backend
+from ..backends import Backend, open_backend
 from ..prompts import load_prompt
 from ..cost import call_columns
+from ..protocols.debate.engine import Member
 from ..protocols.lmad import controller, nodes as node_lib
 from ..protocols.lmad.batch import run_batch
 from ..protocols.lmad.commit_guard import commit_guard
@@ -102,47 +112,114 @@ def _stats(backend) -> str:
     return backend.stats() if backend else "no model calls"
 
 
+class JobWeights:
+    """A job's backends, each opened on first use: the model's own, and one per distinct
+    perturbation among a society's members (backends/perturb.py; a model copy of its own)."""
+
+    def __init__(self, model: dict, cache_dir: str, opener=None):
+        self.model, self.cache_dir, self.opened = model, cache_dir, {}
+        self.opener = opener or (lambda spec, cache: open_backend(spec, cache))  # this module's, looked up late
+
+    def of(self, agent: so.PoolAgent | None) -> Backend:
+        key = None if agent is None or agent.perturb is None else (agent.perturb_seed, agent.perturb_scale)
+        if key not in self.opened:
+            spec = self.model if key is None else dict(self.model) | {"perturb": agent.perturb}
+            self.opened[key] = self.opener(spec, self.cache_dir)
+        return self.opened[key]
+
+    def stats(self) -> str:
+        return "; ".join(b.stats() for b in self.opened.values()) or "no model calls"
+
+
+class SocietyFile:
+    """The society file of a job (read once, when a unit first needs it)."""
+
+    def __init__(self, members: str | None):
+        self.path, self.rows = members, None
+
+    def agents(self, method: str) -> list[so.PoolAgent] | None:
+        """The members of ``method``'s society in pick order; None for a method without one."""
+        selector = registered_method(method).society
+        if selector is None:
+            return None
+        if not self.path:
+            raise ValueError(f"{method}: the LMAD stage has no society file (input members)")
+        if self.rows is None:
+            self.rows = read_table("society_members", self.path).to_dicts()
+        return so.members_of(self.rows, selector)
+
+
+def _sample_by_weights(jobs: list[tuple[Backend, dict]]) -> list[dict]:
+    """``samples`` rows of solver jobs in order: one batch per backend (per set of weights)."""
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, (backend, _) in enumerate(jobs):
+        groups[id(backend)].append(i)
+    out: list[dict] = [{}] * len(jobs)
+    for idx in groups.values():
+        for i, row in zip(idx, sample_rows(jobs[idx[0]][0], [jobs[i][1] for i in idx]), strict=True):
+            out[i] = row
+    return out
+
+
 # ----------------------------------------------------------------------------- stages
 
 def generate(questions: list[str], prompt: str, samples: list[str], units: list, model: dict, cache_dir: str,
              iteration: int, temperatures: list[float], max_tokens: int, seed: int, provenance: dict,
-             proposals: list[str] | None = None, state: list[str] | None = None) -> None:
+             proposals: list[str] | None = None, state: list[str] | None = None, members: str | None = None) -> None:
     """Each active agent samples (r_i, a_i) given (q, x, P). Iteration 0 (P empty) is
     exactly the proposals: reused, zero calls. Iteration ℓ ≥ 1 draws with a seed derived
     from (question, agent, ℓ), so a regeneration whose P did not change (e.g. an admitted
-    empty repair) gets new samples instead of the cached ones of the previous iteration."""
-    us = _Units(units, questions, samples=samples, proposals=proposals, state=state)
+    empty repair) gets new samples instead of the cached ones of the previous iteration.
+    A society unit's agents are its members (``members``: the society file); its iteration 0
+    repeats each member's pool call (the pool's prompt and seed), so the cache serves it."""
+    us = _Units(units, questions, samples=samples, state=state)
+    # the shared proposals: one table per unit without a society, in unit order
+    plain = [u for u, (_, m) in enumerate(us.names) if registered_method(m).society is None]
     if iteration == 0:
-        for u, qs in enumerate(us.questions):
-            rows = _table("samples", proposals[u])
+        if plain and proposals is None:
+            raise ValueError("lmad generate: iteration 0 of a unit without a society needs its proposals")
+        check_aligned("lmad", len(plain), proposals=proposals)
+        check_unit_paths("lmad", [us.names[u] for u in plain], proposals=proposals)
+    shared = dict(zip(plain, proposals or []))
+    society = SocietyFile(members)
+    solver = load_prompt(prompt)
+    weights = JobWeights(model, cache_dir)
+    jobs, owners, reused = [], [], {}
+    for u, qs in enumerate(us.questions):
+        method = us.names[u][1]
+        agents = society.agents(method)
+        if iteration == 0 and agents is None:
+            rows = _table("samples", shared[u])
             got = {(r["qid"], r["agent"]): r["temperature"] for r in rows}
             want = {(q, a): float(t) for q in qs for a, t in enumerate(temperatures)}
             if got != want:
-                raise ValueError(f"{proposals[u]}: proposals do not match the questions x agent temperatures "
+                raise ValueError(f"{shared[u]}: proposals do not match the questions x agent temperatures "
                                  f"{temperatures}; rerun rule generate")
-            write_table("samples", rows, samples[u], provenance)
-        log.info("iteration 0: reused the proposal samples of %d units; 0 model calls", len(us))
-        return
-    solver = load_prompt(prompt)
-    jobs, owners = [], []
-    for u, qs in enumerate(us.questions):
-        method = us.names[u][1]
+            reused[u] = rows
+            continue
         for s in _state(_at(state, u), qs):
             if not s["active"]:
                 continue
-            for agent, t in enumerate(temperatures):
-                sd = derive_seed(seed, s["qid"], agent, f"lmad-iter{iteration}")
-                jobs.append({"qid": s["qid"], "stage": method, "round": iteration, "agent": agent,
-                             "temperature": float(t), "seed": sd,
-                             "request": solver_request(solver, qs[s["qid"]], t, sd, max_tokens,
-                                                       committed=s["committed"]),
-                             "yes_no": job_yes_no(qs[s["qid"]])})
+            q = qs[s["qid"]]
+            for agent, member in enumerate(agents or [None] * len(temperatures)):
+                t = member.temperature if member else float(temperatures[agent])
+                ask = so.agent_prompt(solver, member) if member else solver
+                # a member's opening is its pool call (lmad.stages.societies: the pool's seed)
+                sd = (derive_seed(seed, s["qid"], "society", member.name) if iteration == 0 else
+                      derive_seed(seed, s["qid"], agent, f"lmad-iter{iteration}"))
+                jobs.append((weights.of(member), {
+                    "qid": s["qid"], "stage": method, "round": iteration, "agent": agent, "temperature": float(t),
+                    "seed": sd, "request": solver_request(ask, q, t, sd, max_tokens, committed=s["committed"]),
+                    "yes_no": job_yes_no(q)}))
                 owners.append(u)
-    backend = open_backend(model, cache_dir) if jobs else None
-    rows = sample_rows(backend, jobs) if backend else []
-    for u, unit_rows in enumerate(split_rows(len(us), owners, rows)):
-        write_table("samples", unit_rows, samples[u], provenance)
-    log.info("iteration %d: %d solver calls over %d units; %s", iteration, len(jobs), len(us), _stats(backend))
+    fresh = split_rows(len(us), owners, _sample_by_weights(jobs))
+    for u in range(len(us)):
+        write_table("samples", reused.get(u, fresh[u]), samples[u], provenance)
+    if reused and not jobs:
+        log.info("iteration 0: reused the proposal samples of %d units; 0 model calls", len(us))
+        return
+    log.info("iteration %d: %d solver calls over %d units (%d reused the proposals); %s", iteration, len(jobs),
+             len(us), len(reused), weights.stats())
 
 
 def extract(questions: list[str], samples: list[str], prompt: str, chains: list[str], units: list, model: dict,
@@ -208,10 +285,13 @@ def localize(questions: list[str], chains: list[str], prompt: str, localizations
 
 def debate(questions: list[str], localizations: list[str], prompt: str, positions: list[str], units: list,
            model: dict, cache_dir: str, iteration: int, rounds: int, temperatures: list[float], seed: int,
-           max_tokens: int, provenance: dict, state: list[str] | None = None, **tone_prompts: str) -> None:
+           max_tokens: int, provenance: dict, state: list[str] | None = None, members: str | None = None,
+           **tone_prompts: str) -> None:
     """R local rounds over the segments ending at the witnesses. ``tone_prompts``: the
-    ``prompt_tone_<tone>`` instruction files of the toned methods among the units (lmad.tones)."""
+    ``prompt_tone_<tone>`` instruction files of the toned methods among the units (lmad.tones);
+    ``members``: the society file, whose members are a society unit's debaters."""
     us = _Units(units, questions, localizations=localizations, positions=positions, state=state)
+    society, weights = SocietyFile(members), JobWeights(model, cache_dir)
     tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
     items, owners = [], []
     for u, qs in enumerate(us.questions):
@@ -219,21 +299,26 @@ def debate(questions: list[str], localizations: list[str], prompt: str, position
         role = tone_role(registered_method(us.names[u][1]).tone)
         if role and role not in tones:
             raise ValueError(f"lmad debate: unit {us.names[u]} needs the {role} prompt file")
+        agents, bound = society.agents(us.names[u][1]), None
         for r in _table("lmad_localizations", localizations[u]):
             items.append({"qid": r["qid"], "question": qs[r["qid"]], "committed": committed[r["qid"]],
                           "segments": r["segments"], "conflict": r["conflict"],
                           "witness_claims": r["witness_claims"], "tone": tones[role] if role else ""})
             owners.append(u)
-    backend = open_backend(model, cache_dir) if items and rounds else None
+            if agents and rounds:  # bound to their weights only when they will speak
+                bound = bound or [Member(a, weights.of(a)) for a in agents]
+                items[-1]["members"] = bound
+    todo = bool(items and rounds)
+    backend = weights.of(None) if todo and not all(it.get("members") for it in items) else None
     per_item = run_debate(backend, load_prompt(prompt), items, iteration, rounds, temperatures, seed,
-                          max_tokens) if backend else [[] for _ in items]
+                          max_tokens) if todo else [[] for _ in items]
     grouped: list[list[dict]] = [[] for _ in range(len(us))]
     for u, rows in zip(owners, per_item):
         grouped[u] += rows
     for u, unit_rows in enumerate(grouped):
         write_table("lmad_positions", unit_rows, positions[u], provenance)
     log.info("iteration %d: %d questions debated over %d units, %d rounds, %d turns; %s", iteration, len(items),
-             len(us), rounds, sum(map(len, per_item)), _stats(backend))
+             len(us), rounds, sum(map(len, per_item)), weights.stats())
 
 
 def resolve(questions: list[str], localizations: list[str], positions: list[str], prompt: str, repairs: list[str],

@@ -3,7 +3,12 @@
 Positions start at the witness claims, p_i^(0) = z_{i,t_i}. In each of R rounds every
 agent sees (q, x, P), its own segment S_i, the conflict δ, its own position and the
 OTHER agents' positions from the previous round (never the same round), and defends
-or revises its position in free text at its own temperature. One batch per round.
+or revises its position in free text at its own temperature. One batch per round (per set of
+weights when a society's members sit on perturbed ones).
+
+With a selected society (``lmad+ac-greedy``; README "Coverage-selected societies") an item's
+agents are its ``members``: agent i speaks at member i's temperature, under its persona and
+variant (``societies.member_prompt``, role ``debater``), through the backend of its weights.
 
 A reply's position is the text after its last ``Position:`` marker (``"marker"``);
 without one, its last non-empty line (``"last_line"``); an empty reply keeps the
@@ -16,10 +21,11 @@ from dataclasses import replace
 
 from ...backends import Backend, ChatRequest
 from ...prompts import Prompt, format_committed, format_context
+from ...societies import member_prompt
 from ...solver import derive_seed
 from ...tones import with_tone
 from ...cost import call_columns
-from .batch import run_batch
+from ..debate.engine import generate_by_backend
 from .nodes import format_chain
 
 _MARKER = re.compile(r"position\s*[:：]", re.IGNORECASE)
@@ -59,26 +65,38 @@ def run_debate(backend: Backend, prompt: Prompt, items: list[dict], iteration: i
                temperatures: list[float], seed: int, max_tokens: int) -> list[list[dict]]:
     """R rounds for every item (question, committed, segments, conflict, witness_claims, and
     optionally ``tone``: the instruction of a toned method, lmad.tones, appended to every turn's
-    system message) at once: ONE batch per round over all items x agents. Returns each item's
-    ``positions`` rows (items may repeat a qid: one per LMAD policy sharing the job)."""
+    system message; ``members``: a society's agents, lmad.protocols.debate.engine.Member, which
+    replace ``temperatures`` and ``backend`` for that item) at once: ONE batch per round over all
+    items x agents (one per set of weights). Returns each item's ``positions`` rows (items may
+    repeat a qid: one per LMAD policy sharing the job)."""
     positions = [list(it["witness_claims"]) for it in items]
     rows: list[list[dict]] = [[] for _ in items]
+    voiced: dict[str, Prompt] = {}  # a member's debater prompt, built once per pool agent
+
+    def agents_of(it: dict) -> list[tuple[float, Prompt, Backend]]:
+        if not it.get("members"):
+            return [(float(t), prompt, backend) for t in temperatures]
+        for m in it["members"]:
+            voiced.setdefault(m.agent.name, member_prompt(prompt, "debater", m.agent))
+        return [(m.agent.temperature, voiced[m.agent.name], m.backend) for m in it["members"]]
+
     for rnd in range(1, rounds + 1):
         jobs = []
         for n, it in enumerate(items):
             prev = positions[n]
-            for agent, temperature in enumerate(temperatures):
+            for agent, (temperature, ask, weights) in enumerate(agents_of(it)):
                 s = debate_seed(seed, it["qid"], iteration, rnd, agent)
                 others = {j: p for j, p in enumerate(prev) if j != agent}
-                req = debate_request(prompt, it["question"], it["committed"], it["segments"][agent],
+                req = debate_request(ask, it["question"], it["committed"], it["segments"][agent],
                                      it["conflict"], prev[agent], others, agent, temperature, s, max_tokens)
                 if it.get("tone"):
                     req = replace(req, messages=with_tone(req.messages, it["tone"]))
                 jobs.append((n, {"qid": it["qid"], "iteration": iteration, "round": rnd, "agent": agent,
-                                 "temperature": float(temperature), "seed": s}, req))
-        completions = run_batch(backend, [req for _, _, req in jobs])
+                                 "temperature": float(temperature), "seed": s}, req, weights))
+        # without a society: one batch on ``backend``, exactly as before
+        completions = generate_by_backend([(weights, req) for _, _, req, weights in jobs])
         new = [list(p) for p in positions]
-        for (n, ident, _), c in zip(jobs, completions):
+        for (n, ident, _, _), c in zip(jobs, completions):
             position, source = parse_position(c.text, positions[n][ident["agent"]])
             new[n][ident["agent"]] = position
             rows[n].append(ident | {"position": position, "position_source": source, "response": c.text,
