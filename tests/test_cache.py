@@ -1,15 +1,18 @@
 """The call cache: hits, misses, sampled seeds, lazy model load, resume after a kill, concurrency;
 every kind of corrupted entry is a miss with a warning naming file and line, never a hit;
-lone surrogates are sanitized and recorded; the old one-file-per-call store migrates."""
+lone surrogates are sanitized and recorded; the old one-file-per-call store migrates; a closed
+segment is indexed from its sidecar, which is ignored when it does not match its segment."""
 import hashlib
 import json
 import logging
 import multiprocessing as mp
+import os
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from lmad.backends import ChatRequest, open_backend
-from lmad.backends.cache import SEGMENT_SUFFIX, CachedBackend, checksum, main as cache_main
+from lmad.backends import ChatRequest, Completion, open_backend
+from lmad.backends.cache import SEGMENT_SUFFIX, CachedBackend, CallStore, checksum, main as cache_main, read_sidecar
 from lmad.backends.scripted import ScriptedBackend
 
 
@@ -235,3 +238,99 @@ def test_concurrent_jobs_share_the_cache_without_errors(tmp_path):
     reader = open_backend({"backend": "scripted", "name": "shared"}, tmp_path)
     reader.generate([req(f"shared {i}") for i in range(50)])
     assert (reader.hits, reader.misses, reader.store.invalid) == (50, 0, 0)
+
+
+# ---- sidecar indexes: a closed segment is indexed from its sidecar, never trusted over its lines
+
+
+def _store_dir(tmp_path):
+    [folder] = {seg.parent for seg in segments(tmp_path)}
+    return folder
+
+
+def test_a_closed_segment_leaves_a_sidecar_that_the_next_reader_loads_instead_of_parsing(tmp_path, monkeypatch):
+    writer = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    writer.generate([req(f"q{i}") for i in range(20)])
+    writer.close()
+    [seg] = segments(tmp_path)
+    assert read_sidecar(seg) is not None
+    parsed = []
+    monkeypatch.setattr(CallStore, "_scan", lambda self, s: parsed.append(s))
+    reader = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    out = reader.generate([req(f"q{i}") for i in range(20)])
+    assert parsed == [] and (reader.hits, reader.misses) == (20, 0)
+    assert [c.text for c in out] == [f"echo q{i} 0" for i in range(20)]
+
+
+@pytest.mark.parametrize("damage", ["sidecar garbage", "sidecar truncated", "segment appended", "segment rewritten"])
+def test_a_sidecar_that_does_not_match_its_segment_is_ignored(tmp_path, damage):
+    writer = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    writer.generate([req("a"), req("b")])
+    writer.close()
+    [seg] = segments(tmp_path)
+    side = seg.with_name(seg.name + ".idx")
+    if damage == "sidecar garbage":
+        side.write_bytes(b"not an index")
+    elif damage == "sidecar truncated":
+        side.write_bytes(side.read_bytes()[:-8])
+    elif damage == "segment appended":  # a line added after the sidecar: the size no longer matches
+        extra = CachedBackend(counting_factory([]), "double@test-double", tmp_path / "other")
+        extra.generate([req("c")])
+        extra.close()
+        seg.write_bytes(seg.read_bytes() + next((tmp_path / "other").rglob(f"*{SEGMENT_SUFFIX}")).read_bytes())
+    else:  # same size, new content (another run's lines): the mtime no longer matches
+        lines, before = seg.read_bytes().splitlines(keepends=True), seg.stat()
+        seg.write_bytes(lines[1] + lines[0])
+        os.utime(seg, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # even where mtimes are coarse
+    assert read_sidecar(seg) is None
+    reader = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    asked = [req("a"), req("b")] + ([req("c")] if damage == "segment appended" else [])
+    reader.generate(asked)
+    assert (reader.hits, reader.misses, reader.store.invalid) == (len(asked), 0, 0)
+
+
+def test_a_bad_copy_falls_back_to_another_segments_copy_of_the_same_call(tmp_path, caplog):
+    for _ in range(2):  # two jobs computed the same call: two segments hold it
+        job = CachedBackend(counting_factory([]), "double@test-double", tmp_path, chunk_size=1)
+        job.store.refresh = lambda: None  # neither saw the other's copy
+        job.generate([req("same")])
+        job.close()
+    first, second = segments(tmp_path)
+    store = CallStore(first.parent)
+    store.refresh()
+    loc = store._index[bytes.fromhex(json.loads(first.read_text())["key"])]
+    chosen = store._segments[store._seg_of[loc]]
+    chosen.write_bytes(b"{" + chosen.read_bytes()[1:].replace(b"echo", b"ECHO"))  # the copy the index chose breaks
+    reader = CachedBackend(counting_factory([], lambda r: "recomputed"), "double@test-double", tmp_path)
+    with caplog.at_level(logging.WARNING, logger="lmad.backends.cache"):
+        out = reader.generate([req("same")])
+    assert out[0].text == "echo same 0" and out[0].cached  # the other segment's copy
+    assert reader.store.invalid == 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 12), st.booleans()), min_size=1, max_size=40))
+def test_any_mix_of_writers_closed_or_open_serves_every_stored_call(plan):
+    """Writers 0-2 put calls (some keys twice, across writers) and each is closed (sidecar) or
+    left open (parsed); a fresh reader serves every stored call with the text it was stored with."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        writers = [CallStore(folder) for _ in range(3)]
+        stored = {}
+        for who, q, _ in plan:
+            key = hashlib.sha256(f"q{q}".encode()).hexdigest()
+            text = f"answer {q}"  # every copy of a call is the same reply (the same request)
+            writers[who].put(key, Completion(text=text, prompt_tokens=1, completion_tokens=2, finish_reason="stop"))
+            stored[key] = text
+        closing = {who for who, _, close in plan if close}
+        for who in closing:
+            writers[who].close()
+        reader = CallStore(folder)
+        reader.refresh()
+        assert {k: reader.get(k).text for k in stored} == stored
+        assert reader.get(hashlib.sha256(b"never").hexdigest()) is None and reader.invalid == 0
+        for who in set(range(3)) - closing:
+            writers[who].close()

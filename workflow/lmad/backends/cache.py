@@ -11,6 +11,12 @@ Layout: ``<root>/<model>/<host>-<pid>-<random>.calls.jsonl``, one **segment** pe
   never read;
 * no locks: every writer appends to its own new segment; readers index complete lines
   only, so two jobs (also SLURM jobs on a shared filesystem) never touch each other's file;
+* cheap to open: a job indexes every call of its model before its first batch. A writer that
+  closes its segment leaves beside it ``<segment>.idx`` (raw keys, offsets and lengths, with
+  the segment's size and mtime), which the next readers load in bulk instead of parsing its
+  lines (4 x 500 questions, L = 10: 47 s of the run's 162 s job CPU went to that parse). A
+  segment that has no sidecar (still being written, or its writer was killed) or changed
+  since its sidecar was written is parsed as before;
 * never a lie: every line carries its key and a sha256 over (key, reply). A line is
   validated when it is served: malformed JSON, a missing/extra/mistyped field, a key that
   is not the one asked for or a checksum mismatch make it a miss, with a warning naming
@@ -33,7 +39,9 @@ import os
 import re
 import secrets
 import socket
+import struct
 import sys
+from array import array
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -45,6 +53,59 @@ log = logging.getLogger(__name__)
 SEGMENT_SUFFIX = ".calls.jsonl"
 _FIELDS = ("key", "text", "prompt_tokens", "completion_tokens", "finish_reason", "sanitized", "sha256")
 _KEY_AT_START = re.compile(rb'\{"key": ?"([0-9a-f]{64})"')
+
+
+# sidecar index of a closed segment: magic, records, segment size, segment mtime (ns); then
+# the records' raw 32-byte keys, offsets (int64) and lengths (int64), little-endian
+_IDX_MAGIC = b"LMADIDX1"
+_IDX_HEAD = struct.Struct("<8sQQQ")
+_KEY = re.compile(rb".{32}", re.DOTALL)
+
+
+def _sidecar(segment: Path) -> Path:
+    return segment.with_name(segment.name + ".idx")
+
+
+def _le(values: array) -> bytes:
+    if sys.byteorder != "little":
+        values = array(values.typecode, values)
+        values.byteswap()
+    return values.tobytes()
+
+
+def _from_le(blob: bytes) -> array:
+    values = array("q")
+    values.frombytes(blob)
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values
+
+
+def write_sidecar(segment: Path, keys: list[bytes], offsets: array, lengths: array) -> None:
+    """The index of a closed ``segment`` (atomically: a reader sees all of it or none)."""
+    st = segment.stat()
+    tmp = segment.with_name(f".{segment.name}.idx.tmp")
+    tmp.write_bytes(_IDX_HEAD.pack(_IDX_MAGIC, len(keys), st.st_size, st.st_mtime_ns) + b"".join(keys)
+                    + _le(offsets) + _le(lengths))
+    tmp.replace(_sidecar(segment))
+
+
+def read_sidecar(segment: Path) -> tuple[list[bytes], array, array, int] | None:
+    """(keys, offsets, lengths, size covered) of ``segment``'s sidecar; None when there is
+    none, it is malformed, or the segment is not the file it indexed (size or mtime differ)."""
+    try:
+        blob = _sidecar(segment).read_bytes()
+        st = segment.stat()
+    except OSError:
+        return None
+    if len(blob) < _IDX_HEAD.size:
+        return None
+    magic, n, size, mtime = _IDX_HEAD.unpack_from(blob)
+    body = _IDX_HEAD.size
+    if magic != _IDX_MAGIC or len(blob) != body + 48 * n or (size, mtime) != (st.st_size, st.st_mtime_ns):
+        return None
+    keys = _KEY.findall(blob, body, body + 32 * n)
+    return keys, _from_le(blob[body + 32 * n : body + 40 * n]), _from_le(blob[body + 40 * n :]), size
 
 
 def _safe(name: str) -> str:
@@ -100,53 +161,118 @@ def decode_entry(line: bytes, key: str) -> Completion:
 
 
 class CallStore:
-    """The segments of one model: an index of complete lines (key → locations), refreshed
-    incrementally, and this process's own segment, opened on its first write."""
+    """The segments of one model: an index of complete lines (key → location), refreshed
+    incrementally (closed segments from their sidecars), and this process's own segment,
+    opened on its first write."""
 
     def __init__(self, folder: str | os.PathLike):
         self.dir = Path(folder)
-        self._index: dict[str, list[tuple[Path, int, int, int]]] = {}  # key → (segment, offset, length, line)
+        # raw key → location number; a location is (segment number, offset, length, line)
+        self._index: dict[bytes, int] = {}
+        self._seg_of, self._offset, self._length, self._line = array("q"), array("q"), array("q"), array("q")
+        self._segments: list[Path] = []
+        self._keys_of: list[list[bytes]] = []  # per segment, its keys in location order (the fallback search)
+        self._first: list[int] = []  # per segment, its first location number
         self._scanned: dict[Path, tuple[int, int]] = {}  # segment → (bytes indexed, lines indexed)
         self._readers: dict[Path, int] = {}
         self._fd: int | None = None
         self.segment: Path | None = None
+        self._own: tuple[list[bytes], array, array] = ([], array("q"), array("q"))  # what this writer wrote
+        self._written = 0
         self.invalid = 0  # entries refused (malformed, mismatched)
+
+    def _segment_no(self, seg: Path) -> int:
+        self._segments.append(seg)
+        self._keys_of.append([])
+        self._first.append(len(self._offset))
+        return len(self._segments) - 1
+
+    def _add_bulk(self, seg: Path, keys: list[bytes], offsets: array, lengths: array) -> None:
+        n, base = len(keys), len(self._offset)
+        no = self._segment_no(seg)
+        self._keys_of[no] = keys
+        self._seg_of.extend(array("q", [no]) * n)
+        self._offset.extend(offsets)
+        self._length.extend(lengths)
+        self._line.extend(range(1, n + 1))  # a sidecar is written by the segment's writer: one key per line
+        self._index.update(zip(keys, range(base, base + n)))  # a later copy of a key wins; both are valid
 
     def refresh(self) -> None:
         """Index the complete lines written since the last refresh (by any writer)."""
         if not self.dir.is_dir():
             return
         for seg in sorted(self.dir.glob(f"*{SEGMENT_SUFFIX}")):
-            done, lines = self._scanned.get(seg, (0, 0))
-            try:
-                with open(seg, "rb") as fh:
-                    fh.seek(done)
-                    blob = fh.read()
-            except OSError as exc:
-                log.warning("call store segment %s is unreadable (%s); its calls are misses", seg, exc)
-                continue
-            end = blob.rfind(b"\n") + 1  # a line without its newline is still being written (or was cut)
-            pos = 0
-            while pos < end:
-                nl = blob.index(b"\n", pos)
-                lines += 1
-                m = _KEY_AT_START.match(blob, pos, nl)
-                if m:
-                    self._index.setdefault(m.group(1).decode(), []).append((seg, done + pos, nl - pos, lines))
-                else:
-                    self.invalid += 1
-                    log.warning("call store %s line %d: no key at the start of the entry; ignored", seg, lines)
-                pos = nl + 1
-            self._scanned[seg] = (done + end, lines)
+            if seg not in self._scanned:
+                side = read_sidecar(seg)
+                if side is not None:
+                    keys, offsets, lengths, size = side
+                    self._add_bulk(seg, keys, offsets, lengths)
+                    self._scanned[seg] = (size, len(keys))
+                    continue
+            self._scan(seg)
+
+    def _scan(self, seg: Path) -> None:
+        """Parse the lines of ``seg`` added since it was last read."""
+        done, lines = self._scanned.get(seg, (0, 0))
+        try:
+            if seg in self._scanned and seg.stat().st_size == done:
+                return
+            with open(seg, "rb") as fh:
+                fh.seek(done)
+                blob = fh.read()
+        except OSError as exc:
+            log.warning("call store segment %s is unreadable (%s); its calls are misses", seg, exc)
+            return
+        no = self._segments.index(seg) if seg in self._scanned else self._segment_no(seg)
+        end = blob.rfind(b"\n") + 1  # a line without its newline is still being written (or was cut)
+        pos = 0
+        while pos < end:
+            nl = blob.index(b"\n", pos)
+            lines += 1
+            m = _KEY_AT_START.match(blob, pos, nl)
+            if m:
+                key = bytes.fromhex(m.group(1).decode())
+                self._index[key] = len(self._offset)
+                self._keys_of[no].append(key)
+                self._seg_of.append(no)
+                self._offset.append(done + pos)
+                self._length.append(nl - pos)
+                self._line.append(lines)
+            else:
+                self.invalid += 1
+                log.warning("call store %s line %d: no key at the start of the entry; ignored", seg, lines)
+            pos = nl + 1
+        self._scanned[seg] = (done + end, lines)
+
+    def _locations(self, raw: bytes, first: int):
+        """``first``, then every other location of the key (searched only after a bad copy)."""
+        yield first
+        for no, keys in enumerate(self._keys_of):
+            start = 0
+            while True:
+                try:
+                    i = keys.index(raw, start)
+                except ValueError:
+                    break
+                if self._first[no] + i != first:
+                    yield self._first[no] + i
+                start = i + 1
 
     def get(self, key: str) -> Completion | None:
-        for seg, offset, length, line in self._index.get(key, ()):
+        try:
+            raw = bytes.fromhex(key)
+        except ValueError:
+            return None
+        first = self._index.get(raw)
+        if first is None:
+            return None
+        for loc in self._locations(raw, first):
+            seg, line = self._segments[self._seg_of[loc]], self._line[loc]
             try:
                 fd = self._readers.get(seg)
                 if fd is None:
                     fd = self._readers[seg] = os.open(seg, os.O_RDONLY)
-                raw = os.pread(fd, length, offset)
-                return decode_entry(raw, key)
+                return decode_entry(os.pread(fd, self._length[loc], self._offset[loc]), key)
             except (OSError, ValueError) as exc:
                 self.invalid += 1
                 log.warning("call store %s line %d (key %s): %s; treated as a miss", seg, line, key[:16], exc)
@@ -162,12 +288,21 @@ class CallStore:
         view = memoryview(line)
         while view:  # a regular-file write is whole unless interrupted; finish it if not
             view = view[os.write(self._fd, view):]
+        keys, offsets, lengths = self._own
+        keys.append(bytes.fromhex(key))
+        offsets.append(self._written)
+        lengths.append(len(line) - 1)
+        self._written += len(line)
 
     def close(self) -> None:
         if self._fd is not None:
             os.fsync(self._fd)  # durable on the filesystem (kill -9 needs no fsync: the kernel has it)
             os.close(self._fd)
             self._fd = None
+            try:
+                write_sidecar(self.segment, *self._own)
+            except OSError as exc:  # readers parse the segment instead
+                log.warning("call store %s: no sidecar index written (%s)", self.segment, exc)
         for fd in self._readers.values():
             os.close(fd)
         self._readers.clear()
