@@ -334,3 +334,41 @@ def test_any_mix_of_writers_closed_or_open_serves_every_stored_call(plan):
         assert reader.get(hashlib.sha256(b"never").hexdigest()) is None and reader.invalid == 0
         for who in set(range(3)) - closing:
             writers[who].close()
+
+
+def test_a_store_written_after_its_close_indexes_its_new_segment_on_its_own(tmp_path):
+    store = CallStore(tmp_path)
+    keys = [hashlib.sha256(f"k{i}".encode()).hexdigest() for i in range(4)]
+    reply = Completion(text="t", prompt_tokens=1, completion_tokens=1, finish_reason="stop")
+    for k in keys[:2]:
+        store.put(k, reply)
+    store.close()
+    for k in keys[2:]:  # reopened: a new segment, whose sidecar holds only its own two lines
+        store.put(k, reply)
+    store.close()
+    assert sorted(len(read_sidecar(seg)[0]) for seg in segments(tmp_path)) == [2, 2]
+    reader = CallStore(tmp_path)
+    reader.refresh()
+    assert all(reader.get(k).text == "t" for k in keys) and reader.invalid == 0
+
+
+def test_a_job_closes_its_stores_so_the_next_job_reads_sidecars(tmp_path):
+    """lmad.smk.run_rule closes the stores a stage opened (lmad.backends.close_stores)."""
+    from types import SimpleNamespace
+
+    from lmad import backends
+    from lmad.smk import run_rule
+
+    def stage(out, provenance):
+        open_backend({"backend": "scripted", "name": "job"}, out).generate([req("a"), req("b")])
+
+    job = SimpleNamespace(log=[str(tmp_path / "job.log")], input={}, output={"out": str(tmp_path / "cache")},
+                          params={}, rule="stage", wildcards={})
+    opened = list(backends.OPENED)
+    backends.OPENED[:] = []  # this job's backends only, as in a job's own process
+    try:
+        run_rule(job, stage)
+    finally:
+        backends.OPENED[:] = opened
+    [seg] = segments(tmp_path / "cache")
+    assert read_sidecar(seg) is not None and json.loads((tmp_path / "job.stats.json").read_text())["calls"] == 2

@@ -47,6 +47,19 @@ def stats_path(log_file: str | Path) -> Path:
     return Path(log_file).with_suffix(".stats.json")
 
 
+def _finish_backends(log_file: str | None) -> None:
+    """Close the call stores the job opened (lmad.backends.close_stores), then write its run
+    statistics beside its log."""
+    backends = sys.modules.get("lmad.backends")  # a job that never imported it called no model
+    if backends is None or not backends.OPENED:
+        return
+    try:
+        backends.close_stores()
+    finally:
+        if log_file:
+            _write_stats(log_file)
+
+
 def _write_stats(log_file: str) -> None:
     """The job's calls, cache hits and model loads as JSON (read by the manifest), written
     from the backends' counters, not from log text: vLLM replaces the logging setup of the
@@ -100,9 +113,8 @@ def run_rule(smk, fn: Callable[..., None]) -> None:
         raise
     finally:
         logging.info("rule %s took %.1f s", smk.rule, time.time() - start)
+        _finish_backends(smk.log[0] if smk.log else None)
         logging.shutdown()
-        if smk.log:
-            _write_stats(smk.log[0])
 
 
 def code_hash(*functions: str) -> str:

@@ -303,6 +303,7 @@ class CallStore:
                 write_sidecar(self.segment, *self._own)
             except OSError as exc:  # readers parse the segment instead
                 log.warning("call store %s: no sidecar index written (%s)", self.segment, exc)
+            self._own, self._written = ([], array("q"), array("q")), 0  # a later put opens a new segment
         for fd in self._readers.values():
             os.close(fd)
         self._readers.clear()
