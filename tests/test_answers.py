@@ -1,4 +1,5 @@
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from lmad.answers import (
     MAX_ANSWER_WORDS,
@@ -311,3 +312,28 @@ def test_all_agree():
     assert not all_agree(["", ""])
     assert not all_agree(["Paris", ""])
     assert not all_agree([])
+
+
+def _official_normalize(s):
+    """hotpot_evaluate_v1.normalize_answer, as the official script writes it."""
+    import re
+    import string
+
+    def remove_articles(text):
+        return re.sub(r"\b(a|an|the)\b", " ", text)
+
+    def white_space_fix(text):
+        return " ".join(text.split())
+
+    def remove_punc(text):
+        exclude = set(string.punctuation)
+        return "".join(ch for ch in text if ch not in exclude)
+
+    return white_space_fix(remove_articles(remove_punc(s.lower())))
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from(list("aAnNtThHeE .,!?'-_()\t\nÉé1") + ["the ", "an ", " a "]), max_size=40)
+       | st.text(max_size=40))
+def test_normalize_is_the_official_script_on_any_text(raw):
+    assert normalize_hotpot(raw) == _official_normalize(raw)
