@@ -6,6 +6,7 @@ missing field fails with the template's path and the field's name.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -20,6 +21,30 @@ class PromptError(ValueError):
     pass
 
 
+@functools.lru_cache(maxsize=256)
+def _pieces(template: str) -> tuple[tuple[bool, str], ...] | None:
+    """``template`` as (is a field, text) pieces, by ``string.Template``'s own pattern, parsed
+    once per template rather than once per call; None when a placeholder is invalid."""
+    out, pos = [], 0
+    for m in Template.pattern.finditer(template):
+        name = m.group("named") or m.group("braced")
+        if name is None and m.group("escaped") is None:
+            return None
+        out.append((False, template[pos:m.start()]))
+        out.append((True, name) if name is not None else (False, Template.delimiter))
+        pos = m.end()
+    out.append((False, template[pos:]))
+    return tuple(out)
+
+
+def _substitute(template: str, fields: dict) -> str:
+    """``Template(template).substitute(fields)``, the same text and errors."""
+    pieces = _pieces(template)
+    if pieces is None:  # Template itself raises, with its message
+        return Template(template).substitute(fields)
+    return "".join(str(fields[text]) if field else text for field, text in pieces)
+
+
 @dataclass(frozen=True)
 class Prompt:
     path: str
@@ -32,9 +57,9 @@ class Prompt:
 
     def render(self, **fields: str) -> tuple[tuple[str, str], ...]:
         try:
-            messages = [("user", Template(self.user).substitute(fields))]
+            messages = [("user", _substitute(self.user, fields))]
             if self.system:
-                messages.insert(0, ("system", Template(self.system).substitute(fields)))
+                messages.insert(0, ("system", _substitute(self.system, fields)))
         except KeyError as err:
             raise PromptError(f"{self.path}: template needs field {err.args[0]!r}, "
                               f"given {sorted(fields)}") from None
