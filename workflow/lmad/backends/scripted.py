@@ -89,6 +89,7 @@ class ScriptedBackend(Backend):
         self.responder = responder
         self.judge_mode = judge_mode
         self.calls: list[ChatRequest] = []
+        self._words: dict[int, tuple[ChatRequest, int]] = {}  # id -> (request, words): prompt_tokens' memo
 
     def _default(self, req: ChatRequest) -> str:
         prompt = "\n".join(c for _, c in req.messages)
@@ -112,8 +113,16 @@ class ScriptedBackend(Backend):
         return f"The passages mention {titles[0]}.\nSo the answer follows from them.\nAnswer: {choice}"
 
     def prompt_tokens(self, req: ChatRequest) -> int:
-        """Words stand in for tokens (what its completions report as prompt_tokens)."""
-        return sum(len(c.split()) for _, c in req.messages)
+        """Words stand in for tokens (what its completions report as prompt_tokens). Counted
+        once per request: the cache's context-window check asks before ``generate`` does."""
+        seen = self._words.get(id(req))
+        if seen is not None and seen[0] is req:
+            return seen[1]
+        if len(self._words) > 4096:
+            self._words.clear()
+        words = sum(len(c.split()) for _, c in req.messages)
+        self._words[id(req)] = (req, words)
+        return words
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         out = []
