@@ -25,7 +25,7 @@ from ..schemas import read_table, write_table
 from ..solver import derive_seed
 from ..societies import member_prompt
 from ..tones import tone_role
-from .judge import _call
+from .judge import _call, battery_replies
 from .lmad import JobWeights, SocietyFile
 
 log = logging.getLogger(__name__)
@@ -42,12 +42,9 @@ def pushback_validation(questions: list[str], prompt: str, battery: str, validat
                         min_recall: float, seed: int, provenance: dict) -> None:
     """Judge the authored battery (lmad.disagreement.pushback) in one batch with the exact
     request layer B sends; write every item, the two-sided verdict and its report."""
-    qs = [q for path in questions for q in read_table("questions", path).to_dicts()]
-    items = build_battery(qs, questions_per_dataset, seed)
-    template = load_prompt(prompt)
-    backend = open_backend(model, cache_dir) if items else None
-    replies = backend.generate([pushback_request(template, it.parent, it.reply, max_tokens) for it in items]) \
-        if backend else []
+    items, replies, backend = battery_replies(
+        questions, lambda qs: build_battery(qs, questions_per_dataset, seed), prompt,
+        lambda template, it: pushback_request(template, it.parent, it.reply, max_tokens), model, cache_dir)
     rows = [{"dataset": it.dataset, "qid": it.qid, "item": i, "kind": it.kind, "variant": it.variant,
              "expected": it.expected, "parent": it.parent, "reply": it.reply, "judge_model": judge_name,
              **_judged(reply)} for i, (it, reply) in enumerate(zip(items, replies))]

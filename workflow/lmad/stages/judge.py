@@ -70,6 +70,17 @@ def judge(questions: list[str], predictions: list[str], prompt: str, judgments: 
              backend.stats())
 
 
+def battery_replies(questions: list[str], build, prompt: str, request, model: dict, cache_dir: str):
+    """(items, replies, backend) of an authored battery: ``build(questions)`` over the run's
+    questions, each item sent as ``request(template, item)`` in one batch (no backend opened,
+    and no model loaded, for an empty battery)."""
+    items = build([q for path in questions for q in read_table("questions", path).to_dicts()])
+    template = load_prompt(prompt)
+    backend = open_backend(model, cache_dir) if items else None
+    replies = backend.generate([request(template, it) for it in items]) if backend else []
+    return items, replies, backend
+
+
 def _call(reply) -> dict:
     return {"prompt_tokens": reply.prompt_tokens if reply else 0,
             "completion_tokens": reply.completion_tokens if reply else 0,

@@ -21,7 +21,7 @@ from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from .disagreement import debate_replies
-from .judge import _call
+from .judge import _call, battery_replies
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +57,10 @@ def rubric_validation(questions: list[str], prompt: str, battery: str, validatio
                       min_recall: float, seed: int, provenance: dict) -> None:
     """Judge the rubric's authored battery (lmad.process.build_rubric_battery) in one batch with
     exactly the request a real reply gets; write every item, the verdict and its report."""
-    qs = [q for path in questions for q in read_table("questions", path).to_dicts()]
-    items = build_rubric_battery(qs, questions_per_dataset, seed)
-    template = load_prompt(prompt)
-    backend = open_backend(model, cache_dir) if items else None
-    replies = backend.generate([rubric_request(template, it.question, it.parent, it.own, it.reply, max_tokens)
-                                for it in items]) if backend else []
+    items, replies, backend = battery_replies(
+        questions, lambda qs: build_rubric_battery(qs, questions_per_dataset, seed), prompt,
+        lambda template, it: rubric_request(template, it.question, it.parent, it.own, it.reply, max_tokens),
+        model, cache_dir)
     rows = []
     for it, reply in zip(items, replies):
         label, error = parse_rubric(reply.text)
