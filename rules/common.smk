@@ -91,9 +91,9 @@ def sample_tables():
     return [layout.samples("{backbone}", w, "{stage}") for w in job_datasets()]
 
 
-def proposal_tables(wildcards, repeat=1):
-    """The shared proposals of every dataset of the job (each ``repeat`` times in a row)."""
-    return [layout.samples(wildcards.backbone, w, "proposals") for w in job_datasets(wildcards) for _ in range(repeat)]
+def proposal_tables(wildcards):
+    """The shared proposals of every dataset of the job."""
+    return [layout.samples(wildcards.backbone, w, "proposals") for w in job_datasets(wildcards)]
 
 
 # ---- Predictions: one job per (backbone, method) (and shard) writes every dataset's table:
