@@ -123,9 +123,12 @@ def test_policies_gate_on_different_checks():
     assert commit_guard("strict", QUESTION, broken, 3).checks[0].detail.startswith("no explicit claim: not JSON")
     with pytest.raises(ValueError, match="unknown commit policy"):
         commit_guard("lenient", QUESTION, good, 3)
-    assert {m: METHODS[m].policy for m in names("lmad")} == {"lmad": "strict", "lmad-concrete": "concrete",
-                                                             "lmad-always": "always", "lmad@friendly": "strict",
-                                                             "lmad@hostile": "strict"}  # toned Strict LMAD
+    plain = {"lmad": "strict", "lmad-concrete": "concrete", "lmad-always": "always",
+             "lmad@friendly": "strict", "lmad@hostile": "strict"}  # toned Strict LMAD
+    # each policy with each selected society (lmad+ac-greedy …) keeps its policy
+    societies = {f"{m}+{sel}": policy for m, policy in list(plain.items())[:3]
+                 for sel in ("ac-greedy", "sc-greedy", "top-k", "default")}
+    assert {m: METHODS[m].policy for m in names("lmad")} == plain | societies
 
 
 DERRICKSON = "Were Scott Derrickson and Ed Wood of the same nationality?"
