@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 
 from .. import societies as so
 from ..answers import normalize_answer
@@ -58,8 +59,31 @@ log = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------------------- helpers
 
-def _questions(path: str) -> dict[str, dict]:
-    return {q["qid"]: q for q in read_table("questions", path).to_dicts()}
+class _Questions(Mapping):
+    """A questions table by qid, each row made a dict the first time it is asked for: a stage
+    of a later iteration touches only the questions still active (a whole table's dicts cost
+    as much as reading it, in each of a run's LMAD stage jobs, which are its longest path)."""
+
+    def __init__(self, path: str):
+        self._frame = read_table("questions", path)
+        self._index = {qid: i for i, qid in enumerate(self._frame["qid"].to_list())}
+        self._rows: dict[str, dict] = {}
+
+    def __getitem__(self, qid: str) -> dict:
+        row = self._rows.get(qid)
+        if row is None:
+            row = self._rows[qid] = self._frame.row(self._index[qid], named=True)
+        return row
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def _questions(path: str) -> Mapping[str, dict]:
+    return _Questions(path)
 
 
 class _Units:
