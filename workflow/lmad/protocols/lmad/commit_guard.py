@@ -63,6 +63,7 @@ changed or dropped word, or an internal "..." / "[...]" abridgment, fails.
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import asdict, dataclass
@@ -188,6 +189,12 @@ def _close(spans: list[list[str]], current: list[str]) -> list[str]:
 
 def question_terms(question: str) -> tuple[list[str], list[str]]:
     """(subject spans, relation words) of a question, in order, without repeats."""
+    spans, relation = _question_terms(question)
+    return list(spans), list(relation)
+
+
+@functools.lru_cache(maxsize=4096)  # every guarded repair of a question asks again
+def _question_terms(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     spans = _spans_of(question)
     in_span = {k for span in spans for k in span}
     relation = []
@@ -197,7 +204,7 @@ def question_terms(question: str) -> tuple[list[str], list[str]]:
                 or w[0].isupper() or w[0].isdigit()):
             continue
         relation.append(key)
-    return [" ".join(s) for s in spans], relation
+    return tuple(" ".join(s) for s in spans), tuple(relation)
 
 
 def _mentions(span: str, said: list[str]) -> bool:
