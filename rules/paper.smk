@@ -4,6 +4,11 @@
 # (paper_figures), as matplotlib's import is most of a figure's cost.
 
 
+# The viewer and the figures are the longest jobs after judging (4 s each at 4 x 500): they start
+# first when the judgments are in, and the short tables fill the other core.
+PAPER_TAIL_PRIORITY = 5
+
+
 localrules:
     paper,
     paper_table1,
@@ -127,6 +132,7 @@ rule paper_headroom:
 
 
 rule paper_figures:
+    priority: PAPER_TAIL_PRIORITY
     input:
         validation=judge_validation_file(),
         judgments=paper_judgments(),
@@ -160,6 +166,7 @@ rule paper_figures:
 
 
 rule paper_viewer:
+    priority: PAPER_TAIL_PRIORITY
     input:
         unpack(viewer_label_inputs),
         validation=judge_validation_file(),
