@@ -5,7 +5,7 @@ from __future__ import annotations
 from .data.loaders import dataset_type
 from .protocols.debate import setting_of
 from .registry import method
-from .societies import society_size
+from .societies import configured_size, size_key
 
 
 def check_method_names(config: dict) -> None:
@@ -65,13 +65,8 @@ def check_lmad_society(name: str, config: dict) -> int:
     the key, while societies are off or when the society has fewer than two members (one agent
     never disagrees, so LMAD would never localize)."""
     selector = method(name).society
-    societies = config.get("societies") or {}
-    if not societies.get("enabled"):
-        raise ValueError(f"config methods: {name!r} debates with the {selector} society, but societies.enabled "
-                         "is false (no society is selected)")
-    size = society_size(selector, societies, config["agents"]["temperatures"])
+    size = configured_size(name, selector, config)
     if size < 2:
-        where = "agents.temperatures / societies.pool (default personas)" if selector == "default" else "societies.k"
-        raise ValueError(f"config {where}: the {selector} society has {size} member(s); LMAD with a society needs "
-                         "at least 2")
+        raise ValueError(f"config {size_key(selector)}: the {selector} society has {size} member(s); LMAD with a "
+                         "society needs at least 2")
     return size

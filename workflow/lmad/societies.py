@@ -175,6 +175,21 @@ def members_of(rows: Sequence[dict], selector: str, n: int | None = None) -> lis
     return agents
 
 
+def size_key(selector: str) -> str:
+    """The config key that sets a society's size (for errors)."""
+    return "agents.temperatures / societies.pool (default personas)" if selector == "default" else "societies.k"
+
+
+def configured_size(method: str, selector: str, config: dict) -> int:
+    """How many members ``selector``'s society has under the workflow ``config``; fails, naming
+    the key, while societies are off (``method``: the method that asks, for the error)."""
+    societies = config.get("societies") or {}
+    if not societies.get("enabled"):
+        raise ValueError(f"config methods: {method!r} debates with the {selector} society, but societies.enabled "
+                         "is false (no society is selected)")
+    return society_size(selector, societies, config["agents"]["temperatures"])
+
+
 def society_size(selector: str, societies: dict, persona_temperatures: Sequence[float]) -> int:
     """How many members ``selector`` picks under config ``societies`` (known before the pool runs):
     k for the selectors (at most the pool), the matching plain agents for ``default``."""

@@ -24,6 +24,7 @@ from ..backends import open_backend
 from ..prompts import load_prompt
 from ..protocols.debate import debate_prediction_rows, run_round
 from ..protocols.debate.engine import Member
+from .society_agents import JobWeights
 from ..registry import method as registered_method
 from ..tones import tone_role
 from ..schemas import read_table, write_table
@@ -97,14 +98,9 @@ def society_members(selector: str | None, members: str | None, agents: int | Non
         return []
     if not members:
         raise ValueError(f"society {selector}: the round has no society file (input members)")
-    weights = {None: backend}
-    out = []
-    for agent in so.members_of(read_table("society_members", members).to_dicts(), selector, agents):
-        key = None if agent.perturb is None else (agent.perturb_seed, agent.perturb_scale)
-        if key not in weights:
-            weights[key] = open_backend(dict(model) | {"perturb": agent.perturb}, cache_dir)
-        out.append(Member(agent, weights[key]))
-    return out
+    weights = JobWeights(model, cache_dir, lambda spec, cache: open_backend(spec, cache), base=backend)
+    return [Member(agent, weights.of(agent))
+            for agent in so.members_of(read_table("society_members", members).to_dicts(), selector, agents)]
 
 
 def debate_predict(questions: str, samples: list[str], steps: list[str], final_state: str, predictions: str,

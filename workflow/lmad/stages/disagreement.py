@@ -26,7 +26,7 @@ from ..solver import derive_seed
 from ..societies import member_prompt
 from ..tones import tone_role
 from .judge import _call, battery_replies
-from .lmad import JobWeights, SocietyFile
+from .society_agents import JobWeights, SocietyFile
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from ..answers import normalize_answer
 from ..backends import Backend, open_backend
 from ..prompts import load_prompt
 from ..cost import call_columns
-from ..protocols.debate.engine import Member
+from ..protocols.debate.engine import Member, by_backend
 from ..protocols.lmad import controller, nodes as node_lib
 from ..protocols.lmad.batch import run_batch
 from ..protocols.lmad.commit_guard import commit_guard
@@ -52,9 +52,14 @@ from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
 from ..tones import tone_role
+from .society_agents import JobWeights, SocietyFile
 from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
+
+
+def _open(spec: dict, cache_dir: str) -> Backend:
+    return open_backend(spec, cache_dir)  # looked up when called: tests stand in for open_backend
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -136,55 +141,6 @@ def _stats(backend) -> str:
     return backend.stats() if backend else "no model calls"
 
 
-class JobWeights:
-    """A job's backends, each opened on first use: the model's own, and one per distinct
-    perturbation among a society's members (backends/perturb.py; a model copy of its own)."""
-
-    def __init__(self, model: dict, cache_dir: str, opener=None):
-        self.model, self.cache_dir, self.opened = model, cache_dir, {}
-        self.opener = opener or (lambda spec, cache: open_backend(spec, cache))  # this module's, looked up late
-
-    def of(self, agent: so.PoolAgent | None) -> Backend:
-        key = None if agent is None or agent.perturb is None else (agent.perturb_seed, agent.perturb_scale)
-        if key not in self.opened:
-            spec = self.model if key is None else dict(self.model) | {"perturb": agent.perturb}
-            self.opened[key] = self.opener(spec, self.cache_dir)
-        return self.opened[key]
-
-    def stats(self) -> str:
-        return "; ".join(b.stats() for b in self.opened.values()) or "no model calls"
-
-
-class SocietyFile:
-    """The society file of a job (read once, when a unit first needs it)."""
-
-    def __init__(self, members: str | None):
-        self.path, self.rows = members, None
-
-    def agents(self, method: str) -> list[so.PoolAgent] | None:
-        """The members of ``method``'s society in pick order; None for a method without one."""
-        selector = registered_method(method).society
-        if selector is None:
-            return None
-        if not self.path:
-            raise ValueError(f"{method}: the LMAD stage has no society file (input members)")
-        if self.rows is None:
-            self.rows = read_table("society_members", self.path).to_dicts()
-        return so.members_of(self.rows, selector)
-
-
-def _sample_by_weights(jobs: list[tuple[Backend, dict]]) -> list[dict]:
-    """``samples`` rows of solver jobs in order: one batch per backend (per set of weights)."""
-    groups: dict[int, list[int]] = defaultdict(list)
-    for i, (backend, _) in enumerate(jobs):
-        groups[id(backend)].append(i)
-    out: list[dict] = [{}] * len(jobs)
-    for idx in groups.values():
-        for i, row in zip(idx, sample_rows(jobs[idx[0]][0], [jobs[i][1] for i in idx]), strict=True):
-            out[i] = row
-    return out
-
-
 # ----------------------------------------------------------------------------- stages
 
 def generate(questions: list[str], prompt: str, samples: list[str], units: list, model: dict, cache_dir: str,
@@ -207,7 +163,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
     shared = dict(zip(plain, proposals or []))
     society = SocietyFile(members)
     solver = load_prompt(prompt)
-    weights = JobWeights(model, cache_dir)
+    weights = JobWeights(model, cache_dir, _open)
     jobs, owners, reused = [], [], {}
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
@@ -236,7 +192,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
                     "seed": sd, "request": solver_request(ask, q, t, sd, max_tokens, committed=s["committed"]),
                     "yes_no": job_yes_no(q)}))
                 owners.append(u)
-    fresh = split_rows(len(us), owners, _sample_by_weights(jobs))
+    fresh = split_rows(len(us), owners, by_backend(jobs, sample_rows))  # one batch per set of weights
     for u in range(len(us)):
         write_table("samples", reused.get(u, fresh[u]), samples[u], provenance)
     if reused and not jobs:
@@ -315,7 +271,7 @@ def debate(questions: list[str], localizations: list[str], prompt: str, position
     ``prompt_tone_<tone>`` instruction files of the toned methods among the units (lmad.tones);
     ``members``: the society file, whose members are a society unit's debaters."""
     us = _Units(units, questions, localizations=localizations, positions=positions, state=state)
-    society, weights = SocietyFile(members), JobWeights(model, cache_dir)
+    society, weights = SocietyFile(members), JobWeights(model, cache_dir, _open)
     tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
     items, owners = [], []
     for u, qs in enumerate(us.questions):

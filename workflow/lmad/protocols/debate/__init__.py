@@ -7,7 +7,7 @@ from .decisions import DEBATE_STOP_REASONS
 from .engine import deal_notes, debate_prediction_rows, run_round
 from .methods import PROTOCOLS, protocol
 from .spec import MANNERS, Protocol, Setting, resolve_setting, society_setting
-from ...societies import society_size, split_society
+from ...societies import configured_size, size_key, split_society
 from ...tones import split_tone
 
 __all__ = ["MANNERS", "PROTOCOLS", "DEBATE_STOP_REASONS", "Protocol", "Setting", "deal_notes", "debate_prediction_rows",
@@ -22,9 +22,5 @@ def setting_of(method: str, config: dict) -> Setting:
     debate, personas = config.get("debate") or {}, config["agents"]["temperatures"]
     if selector is None:
         return resolve_setting(protocol(name), debate, personas)
-    societies = config.get("societies") or {}
-    if not societies.get("enabled"):
-        raise ValueError(f"config methods: {method!r} debates with the {selector} society, but societies.enabled "
-                         "is false (no society is selected)")
-    where = "agents.temperatures / societies.pool (default personas)" if selector == "default" else "societies.k"
-    return society_setting(protocol(name), debate, selector, society_size(selector, societies, personas), where)
+    return society_setting(protocol(name), debate, selector, configured_size(method, selector, config),
+                           size_key(selector))

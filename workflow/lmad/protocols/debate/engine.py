@@ -90,16 +90,22 @@ class Member:
     backend: Backend
 
 
-def generate_by_backend(jobs: Sequence[tuple[Backend, ChatRequest]]) -> list[Completion]:
-    """Completions in ``jobs`` order, one ``generate`` batch per distinct backend."""
+def by_backend(jobs: Sequence[tuple[Backend, object]], run) -> list:
+    """``run(backend, items)`` once per distinct backend of ``jobs`` (one batch per set of
+    weights), its results put back in ``jobs`` order."""
     groups: dict[int, list[int]] = defaultdict(list)
     for i, (backend, _) in enumerate(jobs):
         groups[id(backend)].append(i)
-    out: list[Completion | None] = [None] * len(jobs)
+    out: list = [None] * len(jobs)
     for idx in groups.values():
-        for i, completion in zip(idx, jobs[idx[0]][0].generate([jobs[i][1] for i in idx])):
-            out[i] = completion
+        for i, result in zip(idx, run(jobs[idx[0]][0], [jobs[i][1] for i in idx]), strict=True):
+            out[i] = result
     return out
+
+
+def generate_by_backend(jobs: Sequence[tuple[Backend, ChatRequest]]) -> list[Completion]:
+    """Completions in ``jobs`` order, one ``generate`` batch per distinct backend."""
+    return by_backend(jobs, lambda backend, requests: backend.generate(requests))
 
 
 def run_chains(chains: Sequence[CallSequence], backend_of, prompts_of) -> int:
