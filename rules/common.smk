@@ -96,22 +96,25 @@ def proposal_tables(wildcards):
     return [layout.samples(wildcards.backbone, w, "proposals") for w in job_datasets(wildcards)]
 
 
-# ---- Predictions: one job per (backbone, method) (and shard) writes every dataset's table:
-# a job that only writes a table is mostly its imports, so per dataset it would cost
-# 4x the jobs for the same work (rules predict, lmad_predict, debate_predict).
+# ---- Predictions: a job that only writes tables is mostly its imports, so one job per backbone
+# (and shard) writes every dataset's table: per method for the single-round methods (rule
+# predict: at most cot, sc and sc-matched), and one job for all LMAD methods (lmad_predict) and
+# one for all debate methods (debate_predict), so their count does not grow with the methods run.
 
 
-def prediction_outputs(method="{method}"):
-    return [layout.predictions("{backbone}", w, method) for w in job_datasets()]
+def prediction_outputs(methods=("{method}",)):
+    """Every dataset's predictions of each method, method after method (job_datasets order)."""
+    return [layout.predictions("{backbone}", w, m) for m in methods for w in job_datasets()]
 
 
-def prediction_log(method="{method}"):
-    return job_log("predict", method)
+def prediction_log(name="{method}"):
+    return job_log("predict", name)
 
 
-def prediction_units(wildcard):
-    """Params: the (dataset, method) units of a predictions job, in job_datasets order."""
-    return lambda w: [[d, getattr(w, wildcard)] for d in DATASETS]
+def prediction_units(methods=None):
+    """Params: the (dataset, method) units of a predictions job: ``methods`` in order, each over
+    the datasets (the job's ``{method}`` wildcard when None)."""
+    return lambda w: [[d, m] for m in (methods or [w.method]) for d in DATASETS]
 
 
 def vote_samples(wildcards):
@@ -281,11 +284,11 @@ def lmad_society(wildcards):
 
 
 def lmad_iteration_tables(stage):
-    """Input function: one method's ``stage`` table of every iteration, in order, dataset
-    after dataset (job_datasets order)."""
+    """Input function: every LMAD method's ``stage`` table of every iteration: method after
+    method, dataset after dataset (job_datasets order), iterations in order."""
 
     def tables(wildcards):
-        return [layout.lmad_table(wildcards.backbone, w, wildcards.lmad_method, k, stage)
+        return [layout.lmad_table(wildcards.backbone, w, m, k, stage) for m in LMAD_METHODS
                 for w in job_datasets(wildcards) for k in range(config["lmad"]["iterations"])]
 
     return tables
@@ -293,8 +296,8 @@ def lmad_iteration_tables(stage):
 
 def lmad_final_state(wildcards):
     last = config["lmad"]["iterations"] - 1
-    return [layout.lmad_table(wildcards.backbone, w, wildcards.lmad_method, last, "state")
-            for w in job_datasets(wildcards)]
+    return [layout.lmad_table(wildcards.backbone, w, m, last, "state")
+            for m in LMAD_METHODS for w in job_datasets(wildcards)]
 
 
 # ---- Debate baselines (rules/debate.smk): one job per (backbone, method, round) serves every dataset.
@@ -339,21 +342,19 @@ def disagreement_roles(method, t):
 
 
 def debate_round_tables(part):
-    """Input function: one method's round table (``part``) of every round, in order, dataset
-    after dataset (job_datasets order)."""
+    """Input function: every debate method's round table (``part``) of every round: method
+    after method, dataset after dataset (job_datasets order), rounds in order."""
 
     def tables(wildcards):
-        rounds = debate_setting(wildcards.debate_method).rounds
-        return [layout.debate_round(wildcards.backbone, w, wildcards.debate_method, t, part)
-                for w in job_datasets(wildcards) for t in range(rounds + 1)]
+        return [layout.debate_round(wildcards.backbone, w, m, t, part) for m in DEBATE_METHODS
+                for w in job_datasets(wildcards) for t in range(debate_setting(m).rounds + 1)]
 
     return tables
 
 
 def debate_final_state(wildcards):
-    last = debate_setting(wildcards.debate_method).rounds
-    return [layout.debate_round(wildcards.backbone, w, wildcards.debate_method, last, "_state")
-            for w in job_datasets(wildcards)]
+    return [layout.debate_round(wildcards.backbone, w, m, debate_setting(m).rounds, "_state")
+            for m in DEBATE_METHODS for w in job_datasets(wildcards)]
 
 
 # ---- Paper tables, figures and trace viewer (rules/paper.smk): tables of every backbone in

@@ -40,20 +40,26 @@ rule debate_round:
         "../workflow/scripts/debate_round.py"
 
 
-rule debate_predict:
-    input:
-        questions=question_tables,
-        samples=debate_round_tables(""),
-        steps=debate_round_tables("_steps"),
-        final_state=debate_final_state,
-    output:
-        predictions=prediction_outputs("{debate_method}"),
-    log:
-        prediction_log("{debate_method}"),
-    params:
-        method=lambda w: w.debate_method,
-        units=prediction_units("debate_method"),
-    conda:
-        "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/debate_predict.py"
+if DEBATE_METHODS:
+
+    localrules:
+        debate_predict,
+
+    rule debate_predict:
+        input:
+            questions=question_tables,
+            samples=debate_round_tables(""),
+            steps=debate_round_tables("_steps"),
+            final_state=debate_final_state,
+        output:
+            predictions=prediction_outputs(DEBATE_METHODS),
+        log:
+            prediction_log("debate-methods"),
+        params:
+            methods=DEBATE_METHODS,
+            rounds=[debate_setting(m).rounds for m in DEBATE_METHODS],
+            units=prediction_units(DEBATE_METHODS),
+        conda:
+            "../envs/pipeline.yaml"
+        script:
+            "../workflow/scripts/debate_predict.py"

@@ -40,7 +40,7 @@ rule predict:
         prediction_log(),
     params:
         method=lambda w: w.method,
-        units=prediction_units("method"),
+        units=prediction_units(),
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -196,13 +196,13 @@ if LMAD_METHODS:
             relations=lmad_iteration_tables("relation"),
             commits=lmad_iteration_tables("commit"),
         output:
-            predictions=prediction_outputs("{lmad_method}"),
-            trace=[layout.lmad_trace("{backbone}", w, "{lmad_method}") for w in job_datasets()],
+            predictions=prediction_outputs(LMAD_METHODS),
+            trace=[layout.lmad_trace("{backbone}", w, m) for m in LMAD_METHODS for w in job_datasets()],
         log:
-            prediction_log("{lmad_method}"),
+            prediction_log("lmad-methods"),
         params:
-            method=lambda w: w.lmad_method,
-            units=prediction_units("lmad_method"),
+            methods=LMAD_METHODS,
+            units=prediction_units(LMAD_METHODS),
         conda:
             "../envs/pipeline.yaml"
         script:

@@ -11,7 +11,6 @@ localrules:
     prepare_data,
     backbone_questions,
     predict,
-    debate_predict,
     manifest,
 
 

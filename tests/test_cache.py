@@ -372,3 +372,15 @@ def test_a_job_closes_its_stores_so_the_next_job_reads_sidecars(tmp_path):
         backends.OPENED[:] = opened
     [seg] = segments(tmp_path / "cache")
     assert read_sidecar(seg) is not None and json.loads((tmp_path / "job.stats.json").read_text())["calls"] == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("ab \n\t\r\x0b\x0c\x1c\u2028\u00a0\u3000")), max_size=40),
+                min_size=1, max_size=3))
+def test_scripted_prompt_tokens_count_words_as_split_does(texts):
+    """The test double's word count, kept per line (its memo), equals str.split() on the messages."""
+    backend = ScriptedBackend()
+    req = ChatRequest(messages=tuple(("user", t) for t in texts))
+    assert backend.prompt_tokens(req) == sum(len(t.split()) for t in texts)
+    again = ChatRequest(messages=tuple(("user", t + "\n" + t) for t in texts))  # lines counted before
+    assert backend.prompt_tokens(again) == 2 * sum(len(t.split()) for t in texts)

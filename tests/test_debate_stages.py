@@ -9,7 +9,8 @@ import pytest
 from conftest import REPO, stored_calls
 from lmad.schemas import read_table, write_table
 from lmad import layout
-from lmad.stages.debate import debate_predict, debate_predict_datasets, debate_round
+from lmad.stages.units import by_method
+from lmad.stages.debate import debate_predict, debate_predict_datasets, debate_predict_methods, debate_round
 from lmad.stages.generate import generate
 
 MODEL = {"name": "scripted", "backend": "scripted", "model": "scripted"}
@@ -109,3 +110,51 @@ def test_one_predictions_job_writes_every_dataset_and_rejects_misaligned_lists(t
         debate_predict_datasets(**args, **round_major)
     with pytest.raises(ValueError, match="do not split evenly"):
         debate_predict_datasets(**args, samples=dataset_major["samples"][:-1], steps=dataset_major["steps"])
+
+
+def test_one_predictions_job_writes_every_debate_method(tmp_path):
+    """Rule debate_predict: every debate method in one job, each method's lists after the last's,
+    split by each method's round count; a count or an order that does not fit fails."""
+    qs = questions(tmp_path / "questions.parquet")
+    proposals = str(tmp_path / "proposals.parquet")
+    generate(questions=[qs], prompt=str(PROMPTS / "solver.txt"), samples=[proposals], model=MODEL,
+             cache_dir=str(tmp_path / "cache"), stage="proposals", temperatures=PERSONAS, max_tokens=32,
+             seed=0, provenance={})
+    methods, rounds = ["mad", "consensus"], [2, 2]
+    runs = {m: run_method(tmp_path, m, qs, proposals, tmp_path / "cache") for m in methods}
+    datasets = ["hotpotqa", "musique"]
+    root = tmp_path / "w"
+
+    def at(path):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        return str(root / path)
+
+    for d in datasets:
+        shutil.copy(qs, at(layout.questions(d)))
+        for m, last in zip(methods, rounds):
+            for t in range(last + 1):
+                for part in ("", "_steps", "_state"):
+                    shutil.copy(runs[m] / f"round{t}{part}.parquet", at(layout.debate_round("b", d, m, t, part)))
+    args = dict(questions=[at(layout.questions(d)) for d in datasets],
+                final_state=[at(layout.debate_round("b", d, m, r, "_state")) for m, r in zip(methods, rounds)
+                             for d in datasets],
+                predictions=[at(layout.predictions("b", d, m)) for m in methods for d in datasets],
+                methods=methods, rounds=rounds, units=[[d, m] for m in methods for d in datasets], provenance={})
+    tables = {part: [at(layout.debate_round("b", d, m, t, p)) for m, r in zip(methods, rounds) for d in datasets
+                     for t in range(r + 1)] for part, p in (("samples", ""), ("steps", "_steps"))}
+    debate_predict_methods(**args, **tables)
+    for d in datasets:
+        for m in methods:
+            assert read_table("predictions", root / layout.predictions("b", d, m)).equals(
+                read_table("predictions", runs[m] / "predictions.parquet"))
+    with pytest.raises(ValueError, match="expecting"):
+        debate_predict_methods(**{**args, "rounds": [2, 1]}, **tables)
+    swapped = {part: paths[len(paths) // 2:] + paths[:len(paths) // 2] for part, paths in tables.items()}
+    with pytest.raises(ValueError, match="is not of unit"):
+        debate_predict_methods(**args, **swapped)
+
+
+def test_by_method_splits_by_count():
+    assert by_method("s", ["a", "b", "c"], [2, 0, 1], ["a1", "a2", "c1"]) == [["a1", "a2"], [], ["c1"]]
+    with pytest.raises(ValueError, match="expecting"):
+        by_method("s", ["a", "b"], [1, 1], ["a1"])

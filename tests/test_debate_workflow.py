@@ -48,4 +48,5 @@ def test_every_debate_method_runs_to_predictions(workdir):
     jobs = re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+wildcards: ([^\n]*)", proc.stdout, flags=re.MULTILINE)
     rerun = {(rule, re.search(r"debate_method=([\w-]+)", w).group(1) if "debate_method" in w else None)
              for rule, w in jobs}
-    assert {m for rule, m in rerun if rule.startswith("debate")} == {"dmad"}
+    assert {m for rule, m in rerun if rule == "debate_round"} == {"dmad"}
+    assert ("debate_predict", None) in rerun  # one predictions job for every debate method

@@ -46,6 +46,16 @@ def test_second_run_has_nothing_to_do(finished):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def test_touching_unchanged_prompts_reruns_nothing(finished):
+    """The workflow profile (profiles/default) keeps Snakemake's checksums of small inputs: a
+    prompt whose modification time changes but whose text does not (a git checkout) reruns nothing."""
+    workdir, _ = finished
+    for prompt in (workdir / "prompts").glob("*.txt"):
+        os.utime(prompt)
+    proc = snakemake(workdir, "--dry-run")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
 def test_editing_judge_prompt_reruns_only_judging_and_analysis(finished):
     workdir, config = finished
     upstream = mtimes(workdir / "results", "scripted/*/samples/*.parquet") | mtimes(

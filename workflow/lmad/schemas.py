@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import repeat
+from operator import is_not
 from typing import Any, Iterable
 
 import polars as pl
@@ -247,6 +249,9 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
 }
 
 
+_NESTED = {name: any(dtype.is_nested() for dtype in schema.dtypes()) for name, (schema, _) in TABLES.items()}
+
+
 class SchemaError(ValueError):
     """A table does not match its declared schema."""
 
@@ -258,13 +263,13 @@ def _table_spec(name: str) -> tuple[pl.Schema, list[str]]:
         raise SchemaError(f"unknown table {name!r}; declared tables: {sorted(TABLES)}") from None
 
 
-def _lost_values(name: str, rows: list[dict[str, Any]], frame: pl.DataFrame) -> None:
+def _lost_values(name: str, columns: dict[str, list], frame: pl.DataFrame) -> None:
     """polars turns a value it cannot hold in its column's type (2.5 in an Int64 column)
     into null where pyarrow raised: a column with fewer values than its rows gave fails."""
-    for column in frame.columns:
-        given = sum(1 for row in rows if row.get(column) is not None)
-        if given != frame.height - frame[column].null_count():
-            bad = next(row[column] for row in rows if row.get(column) is not None)
+    nulls = frame.null_count().row(0, named=True)
+    for column, values in columns.items():
+        if sum(map(is_not, values, repeat(None))) != frame.height - nulls[column]:
+            bad = next(v for v in values if v is not None)
             raise SchemaError(f"table {name!r}: column {column!r} ({frame.schema[column]}) cannot hold "
                               f"some of its values, e.g. {bad!r}")
 
@@ -283,12 +288,16 @@ def to_frame(name: str, rows: pl.DataFrame | Iterable[dict[str, Any]]) -> pl.Dat
                 pl.exceptions.SchemaError) as err:
             raise SchemaError(f"table {name!r}: {err}") from err
     else:
-        rows = list(rows)
+        rows = rows if isinstance(rows, list) else list(rows)
         try:
-            frame = pl.from_dicts(rows, schema=schema, strict=True) if rows else pl.DataFrame(schema=schema)
-        except (TypeError, ValueError, pl.exceptions.PolarsError) as err:
+            columns = {column: [row.get(column) for row in rows] for column in schema.names()}
+            # flat columns build fastest from lists; nested ones (lists, structs) from the dicts,
+            # which polars converts in Rust, not value by value in Python
+            frame = (pl.from_dicts(rows, schema=schema, strict=True) if _NESTED[name] and rows
+                     else pl.DataFrame(columns, schema=schema, strict=True))
+        except (TypeError, ValueError, AttributeError, pl.exceptions.PolarsError) as err:
             raise SchemaError(f"table {name!r}: {err}") from err
-        _lost_values(name, rows, frame)
+        _lost_values(name, columns, frame)
     # nulls last and ties in input order, as Arrow's sort did
     return frame.sort(key, nulls_last=True, maintain_order=True)
 

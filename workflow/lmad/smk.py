@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import resource
 import sys
 import time
 from pathlib import Path
@@ -112,7 +113,9 @@ def run_rule(smk, fn: Callable[..., None]) -> None:
         logging.exception("rule %s failed", smk.rule)
         raise
     finally:
-        logging.info("rule %s took %.1f s", smk.rule, time.time() - start)
+        cpu = resource.getrusage(resource.RUSAGE_SELF)  # the whole process: imports included
+        logging.info("rule %s took %.1f s (process CPU %.2f s)", smk.rule, time.time() - start,
+                     cpu.ru_utime + cpu.ru_stime)
         _finish_backends(smk.log[0] if smk.log else None)
         logging.shutdown()
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 ROLES = ("system", "user", "assistant")
+# json.dumps(..., sort_keys=True, ensure_ascii=False) without building an encoder per call
+_key_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,8 @@ class ChatRequest:
         (less ``fallbacks``) gives, so every stored call still hits; built directly, as
         ``asdict`` deep-copies every message (two thirds of the cost; paid once per call).
         A field added to the request must be added here (``tests/test_cache.py`` pins both)."""
-        blob = json.dumps({"constraint": self.constraint, "max_tokens": self.max_tokens, "messages": self.messages,
-                           "model": model_id, "seed": self.seed, "stop": self.stop, "temperature": self.temperature},
-                          sort_keys=True, ensure_ascii=False)
+        blob = _key_json({"constraint": self.constraint, "max_tokens": self.max_tokens, "messages": self.messages,
+                          "model": model_id, "seed": self.seed, "stop": self.stop, "temperature": self.temperature})
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def chat(self) -> list[dict[str, str]]:

@@ -112,10 +112,13 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
+# json.dumps(..., ensure_ascii=True, separators=(",", ":")), without building an encoder per call
+_compact_json = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+
+
 def checksum(key: str, text: str, prompt_tokens: int, completion_tokens: int, finish_reason: str,
              sanitized: bool) -> str:
-    blob = json.dumps([key, text, prompt_tokens, completion_tokens, finish_reason, sanitized],
-                      ensure_ascii=True, separators=(",", ":"))
+    blob = _compact_json([key, text, prompt_tokens, completion_tokens, finish_reason, sanitized])
     return hashlib.sha256(blob.encode("ascii")).hexdigest()
 
 
@@ -124,7 +127,7 @@ def encode_entry(key: str, c: Completion) -> bytes:
              "completion_tokens": c.completion_tokens, "finish_reason": c.finish_reason,
              "sanitized": c.sanitized}
     entry["sha256"] = checksum(**entry)
-    return (json.dumps(entry, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii")
+    return (_compact_json(entry) + "\n").encode("ascii")
 
 
 def _is_count(v) -> bool:

@@ -90,6 +90,7 @@ class ScriptedBackend(Backend):
         self.judge_mode = judge_mode
         self.calls: list[ChatRequest] = []
         self._words: dict[int, tuple[ChatRequest, int]] = {}  # id -> (request, words): prompt_tokens' memo
+        self._lines: dict[str, int] = {}  # line -> words (_line_words)
 
     def _default(self, req: ChatRequest) -> str:
         prompt = "\n".join(c for _, c in req.messages)
@@ -120,9 +121,23 @@ class ScriptedBackend(Backend):
             return seen[1]
         if len(self._words) > 4096:
             self._words.clear()
-        words = sum(len(c.split()) for _, c in req.messages)
+        words = sum(self._line_words(c) for _, c in req.messages)
         self._words[id(req)] = (req, words)
         return words
+
+    def _line_words(self, text: str) -> int:
+        """``len(text.split())``, line by line with each line's count kept: a question's passage
+        lines recur in every prompt about it (a newline separates words, so the sum is exact)."""
+        memo = self._lines
+        if len(memo) > 65536:
+            memo.clear()
+        total = 0
+        for line in text.split("\n"):
+            n = memo.get(line)
+            if n is None:
+                n = memo[line] = len(line.split())
+            total += n
+        return total
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         out = []

@@ -1,5 +1,5 @@
 """Debate-baseline rules (rules/debate.smk): one job per method and round covering every
-dataset, then predict per dataset.
+dataset, then one job writing every debate method's predictions of every dataset.
 
 Round t of method m on a dataset lives in ``results/{backbone}/{dataset}/{m}/``:
 
@@ -28,7 +28,7 @@ from .society_agents import JobWeights
 from ..registry import method as registered_method
 from ..tones import tone_role
 from ..schemas import read_table, write_table
-from .units import check_aligned, check_unit_paths, per_unit, split_rows
+from .units import by_method, check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def debate_predict(questions: str, samples: list[str], steps: list[str], final_s
 def debate_predict_datasets(questions: list[str], samples: list[str], steps: list[str], final_state: list[str],
                             predictions: list[str], method: str, units: list[tuple[str, str]],
                             provenance: dict) -> None:
-    """Rule ``debate_predict``: ``debate_predict`` for every dataset of the job; ``samples``
+    """``debate_predict`` for every dataset of one method; ``samples``
     and ``steps`` hold every round of the first dataset, then of the next."""
     n = len(units)
     check_aligned("debate_predict", n, questions=questions, final_state=final_state, predictions=predictions)
@@ -129,3 +129,23 @@ def debate_predict_datasets(questions: list[str], samples: list[str], steps: lis
     for u in range(n):
         debate_predict(questions[u], rounds["samples"][u], rounds["steps"][u], final_state[u], predictions[u],
                        method, provenance)
+
+
+def debate_predict_methods(questions: list[str], samples: list[str], steps: list[str], final_state: list[str],
+                           predictions: list[str], methods: list[str], rounds: list[int],
+                           units: list[tuple[str, str]], provenance: dict) -> None:
+    """Rule ``debate_predict``: ``debate_predict_datasets`` for every debate method of the run in
+    one job (a job that only writes tables is mostly its imports, so one per method would add a
+    job per method). ``questions`` has one entry per dataset; every other list holds the first
+    method's entries (as ``debate_predict_datasets`` takes them), then the next method's;
+    ``rounds``: each method's last round."""
+    n = len(questions)
+    per_method = {name: by_method("debate_predict", methods, [n * k for k in counts], paths)
+                  for name, paths, counts in (("samples", samples, [r + 1 for r in rounds]),
+                                              ("steps", steps, [r + 1 for r in rounds]),
+                                              ("final_state", final_state, [1] * len(methods)),
+                                              ("predictions", predictions, [1] * len(methods)),
+                                              ("units", units, [1] * len(methods)))}
+    for i, method in enumerate(methods):
+        debate_predict_datasets(questions, **{name: lists[i] for name, lists in per_method.items()}, method=method,
+                                provenance=provenance)

@@ -53,7 +53,7 @@ from ..schemas import read_table, write_table
 from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
 from ..tones import tone_role
 from .society_agents import JobWeights, SocietyFile
-from .units import check_aligned, check_unit_paths, per_unit, split_rows
+from .units import by_method, check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -426,7 +426,7 @@ def predict_datasets(questions: list[str], final_state: list[str], samples: list
                      localizations: list[str], positions: list[str], repairs: list[str], relations: list[str],
                      commits: list[str], predictions: list[str], trace: list[str], method: str,
                      units: list[tuple[str, str]], provenance: dict) -> None:
-    """Rule ``lmad_predict``: ``predict`` for every dataset of the job; each per-iteration
+    """``predict`` for every dataset of one method; each per-iteration
     list holds every iteration of the first dataset, then of the next."""
     n = len(units)
     check_aligned("lmad_predict", n, questions=questions, final_state=final_state, predictions=predictions,
@@ -442,3 +442,22 @@ def predict_datasets(questions: list[str], final_state: list[str], samples: list
     for u in range(n):
         predict(questions[u], final_state[u], **{name: lists[u] for name, lists in tables.items()},
                 predictions=predictions[u], trace=trace[u], method=method, provenance=provenance)
+
+
+def predict_methods(questions: list[str], final_state: list[str], samples: list[str], chains: list[str],
+                    localizations: list[str], positions: list[str], repairs: list[str], relations: list[str],
+                    commits: list[str], predictions: list[str], trace: list[str], methods: list[str],
+                    units: list[tuple[str, str]], provenance: dict) -> None:
+    """Rule ``lmad_predict``: ``predict_datasets`` for every LMAD method of the run in one job
+    (their chain ends in the same job, so they are ready together). ``questions`` has one entry
+    per dataset; every other list holds the first method's entries (as ``predict_datasets``
+    takes them), then the next method's."""
+    lists = {"final_state": final_state, "samples": samples, "chains": chains, "localizations": localizations,
+             "positions": positions, "repairs": repairs, "relations": relations, "commits": commits,
+             "predictions": predictions, "trace": trace, "units": units}
+    m = max(len(methods), 1)  # every method has the same iterations: equal shares (checked)
+    split = {name: by_method("lmad_predict", methods, [len(paths) // m] * len(methods), paths)
+             for name, paths in lists.items()}
+    for i, method in enumerate(methods):
+        predict_datasets(questions, **{name: parts[i] for name, parts in split.items()}, method=method,
+                         provenance=provenance)

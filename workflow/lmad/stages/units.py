@@ -40,3 +40,15 @@ def per_unit(stage: str, n: int, paths: list[str]) -> list[list[str]]:
         raise ValueError(f"{stage}: {len(paths)} paths do not split evenly over {n} units")
     k = len(paths) // n
     return [paths[u * k:(u + 1) * k] for u in range(n)]
+
+
+def by_method(stage: str, methods: list[str], counts: list[int], paths: list[str]) -> list[list[str]]:
+    """A flat path list of a job that serves several methods, method after method, split into
+    one list per method (``counts[i]`` entries for ``methods[i]``)."""
+    if len(counts) != len(methods) or sum(counts) != len(paths):
+        raise ValueError(f"{stage}: {len(paths)} paths for methods {methods} expecting {counts} each")
+    out, start = [], 0
+    for k in counts:
+        out.append(paths[start:start + k])
+        start += k
+    return out
