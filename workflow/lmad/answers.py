@@ -200,6 +200,17 @@ def extract_answer(text: str, yes_no: bool = False) -> tuple[str, str]:
     sentence kept, and answers over ``MAX_ANSWER_WORDS`` (20) words cut to
     their first clause, then hard-cut to 20 words.
     """
+    if isinstance(text, str) and isinstance(yes_no, bool):
+        return _extract_answer_of(text, yes_no)
+    return _extract_answer(text, yes_no)
+
+
+@functools.lru_cache(maxsize=1 << 14)  # agents and rounds repeat replies: each parsed once per job
+def _extract_answer_of(text: str, yes_no: bool) -> tuple[str, str]:
+    return _extract_answer(text, yes_no)
+
+
+def _extract_answer(text: str, yes_no: bool) -> tuple[str, str]:
     text, removed = strip_think(text)
     answer, method = _extract(text)
     if removed:
@@ -381,6 +392,17 @@ def score(pred: str, golds: str | Sequence[str], rules: str = "hotpotqa") -> tup
     gs = _as_list(golds)
     if not gs:
         return 0.0, 0.0
+    if isinstance(pred, str) and all(isinstance(g, str) for g in gs):
+        return _score_of(pred, tuple(gs), rules)
+    return _score(pred, gs, rules)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # the paper analyses score the same answer against a gold again and again
+def _score_of(pred: str, golds: tuple[str, ...], rules: str) -> tuple[float, float]:
+    return _score(pred, golds, rules)
+
+
+def _score(pred: str, gs: Sequence[str], rules: str) -> tuple[float, float]:
     p = normalize_hotpot(pred)
     norms = [normalize_hotpot(g) for g in gs]
     em = float(any(p == g for g in norms))
