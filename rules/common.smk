@@ -47,9 +47,9 @@ wildcard_constraints:
     shard=r"\d+",
     backbone="|".join(BACKBONES),
     stage="cot|proposals",
-    # one wildcard per method family, so each family's predict rule matches its own methods only
+    # rule predict's methods (single-round) and debate_round's; lmad_predict and debate_predict
+    # serve every method of their family in one job, with no method wildcard
     method="|".join(map(re.escape, names("single"))),
-    lmad_method="|".join(map(re.escape, names("lmad"))),
     debate_method="|".join(map(re.escape, names("debate"))),  # "+" of a society (lmad.societies)
     iteration=r"\d+",
     debate_round=r"\d+",
