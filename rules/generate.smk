@@ -5,6 +5,7 @@
 
 
 rule generate:
+    priority: LMAD_CHAIN_PRIORITY  # the proposals are LMAD's iteration 0
     input:
         questions=question_tables,
         prompt=config["prompts"]["solver"],

@@ -9,17 +9,9 @@
 # more unit; the society file is then an input of generate and debate (its agents' stages).
 
 
-# The LMAD chain (six stage jobs per iteration, each waiting for the last) is a run's longest
-# path: its jobs start first whenever a core frees, and the independent debate rounds fill the
-# others. Without it Snakemake ran the debate rounds first and the chain alone at the end
-# (4 x 500, L = 10: 80 of 172 s with one job running).
-LMAD_CHAIN_PRIORITY = 10
-
-
 if LMAD_METHODS:
 
     localrules:
-        lmad_commit,
         lmad_predict,
 
     rule lmad_generate:
@@ -131,11 +123,15 @@ if LMAD_METHODS:
         script:
             "../workflow/scripts/lmad_debate.py"
 
+    # The guarded resolver commits its own repair (lmad.stages.lmad.resolve_and_commit): a
+    # separate commit job was one more process per iteration on the LMAD chain, for a step
+    # without a model call.
     rule lmad_resolve:
         priority: LMAD_CHAIN_PRIORITY
         input:
             unpack(lmad_state),
             questions=lmad_unit_questions,
+            samples=lmad_paths("generate"),
             localizations=lmad_paths("localize"),
             positions=lmad_paths("debate"),
             prompt=config["prompts"]["resolver"],
@@ -144,6 +140,8 @@ if LMAD_METHODS:
         output:
             repairs=lmad_paths("resolve"),
             relations=lmad_paths("relation"),
+            commits=lmad_paths("commit"),
+            next_state=lmad_paths("state"),
         log:
             lmad_log("resolve"),
         benchmark:
@@ -151,6 +149,10 @@ if LMAD_METHODS:
         params:
             **lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["resolver"],
+            iterations=config["lmad"]["iterations"],
+            min_quote_words=config["lmad"]["guard"]["min_quote_words"],
+            relation=config["lmad"]["guard"]["relation"],
+            guard_last_iteration=config["lmad"]["guard_last_iteration"],
         conda:
             "../envs/pipeline.yaml"
         threads: lambda w: model_threads(w.backbone)
@@ -159,32 +161,8 @@ if LMAD_METHODS:
         script:
             "../workflow/scripts/lmad_resolve.py"
 
-    rule lmad_commit:
-        priority: LMAD_CHAIN_PRIORITY
-        input:
-            unpack(lmad_state),
-            questions=lmad_unit_questions,
-            samples=lmad_paths("generate"),
-            repairs=lmad_paths("resolve"),
-            relations=lmad_paths("relation"),
-        output:
-            commits=lmad_paths("commit"),
-            next_state=lmad_paths("state"),
-        log:
-            lmad_log("commit"),
-        params:
-            units=lmad_units(),
-            iteration=lambda w: int(w.iteration),
-            iterations=config["lmad"]["iterations"],
-            min_quote_words=config["lmad"]["guard"]["min_quote_words"],
-            relation=config["lmad"]["guard"]["relation"],
-            guard_last_iteration=config["lmad"]["guard_last_iteration"],
-        conda:
-            "../envs/pipeline.yaml"
-        script:
-            "../workflow/scripts/lmad_commit.py"
-
     rule lmad_predict:
+        priority: LMAD_CHAIN_PRIORITY  # the chain's last link: the judge waits for it
         input:
             questions=question_tables,
             final_state=lmad_final_state,

@@ -298,7 +298,9 @@ def test_a_bad_copy_falls_back_to_another_segments_copy_of_the_same_call(tmp_pat
     first, second = segments(tmp_path)
     store = CallStore(first.parent)
     store.refresh()
-    loc = store._index[bytes.fromhex(json.loads(first.read_text())["key"])]
+    key = json.loads(first.read_text())["key"]
+    assert store.get(key) is not None  # a key no batch looked up: every segment is indexed
+    loc = store._index[bytes.fromhex(key)]
     chosen = store._segments[store._seg_of[loc]]
     chosen.write_bytes(b"{" + chosen.read_bytes()[1:].replace(b"echo", b"ECHO"))  # the copy the index chose breaks
     reader = CachedBackend(counting_factory([], lambda r: "recomputed"), "double@test-double", tmp_path)
@@ -334,6 +336,49 @@ def test_any_mix_of_writers_closed_or_open_serves_every_stored_call(plan):
         assert reader.get(hashlib.sha256(b"never").hexdigest()) is None and reader.invalid == 0
         for who in set(range(3)) - closing:
             writers[who].close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(plan=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 15), st.booleans()), min_size=1, max_size=40),
+       asked=st.lists(st.integers(0, 19), max_size=25), many=st.booleans())
+def test_a_batch_lookup_finds_what_indexing_everything_finds(plan, asked, many):
+    """``prefetch`` (a batch's keys looked up in the closed segments' sidecars, not indexing every
+    stored call) serves the same replies as the full index: keys stored once, twice, in closed or
+    open segments, keys that share their first 8 bytes (the lookup's hash), keys never stored."""
+    import tempfile
+    from pathlib import Path
+
+    def key(q):  # q % 4 share their first 16 hex digits: colliding prefixes
+        return f"{q % 4:016x}" + hashlib.sha256(f"q{q}".encode()).hexdigest()[16:]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        writers = [CallStore(folder) for _ in range(3)]
+        stored = {}
+        for who, q, _ in plan:
+            if many:  # > 64 of a batch's keys in one segment: that segment is indexed whole
+                for extra in range(70):
+                    writers[who].put(key(100 + extra), Completion(text=f"answer {100 + extra}", prompt_tokens=1,
+                                                                  completion_tokens=1, finish_reason="stop"))
+                    stored[key(100 + extra)] = f"answer {100 + extra}"
+            writers[who].put(key(q), Completion(text=f"answer {q}", prompt_tokens=1, completion_tokens=2,
+                                                finish_reason="stop"))
+            stored[key(q)] = f"answer {q}"
+        for who in {who for who, _, close in plan if close}:
+            writers[who].close()
+        batch = [key(q) for q in asked] + (list(stored)[:80] if many else []) + ["not hex", "ab"]
+        reader = CallStore(folder)
+        reader.refresh()
+        reader.prefetch(batch)
+        for k in batch:
+            got = reader.get(k)
+            assert (got.text if got else None) == stored.get(k), k
+        if not many:  # ... without indexing a closed segment whole
+            assert len(reader._lazy) == len({who for who, _, close in plan if close})
+        assert {k: reader.get(k).text for k in stored} == stored  # keys no batch asked for, too
+        assert reader.invalid == 0
+        for w in writers:
+            w.close()
 
 
 def test_a_store_written_after_its_close_indexes_its_new_segment_on_its_own(tmp_path):

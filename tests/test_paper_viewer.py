@@ -1,7 +1,7 @@
 """The viewer's embedded JSON cannot close its script element and round-trips exactly."""
 import json
 
-from lmad.paper.viewer import embed_json, render
+from lmad.paper.viewer import embed_json, render, table_json
 
 
 def test_embedded_json_is_script_safe():
@@ -13,6 +13,28 @@ def test_embedded_json_is_script_safe():
     data = html.split('id="data">', 1)[1].split("</script>", 1)[0]
     assert json.loads(data)["questions"][0]["question"] == nasty["question"]
     assert html.count("</script>") == 2
+
+
+def test_rounds_and_traces_go_in_as_polars_json_and_stay_script_safe(tmp_path, monkeypatch):
+    from lmad.schemas import write_table
+
+    monkeypatch.chdir(tmp_path)
+    nasty = "a </script><script>alert(1)</script> & <!-- b \u2028 ü"
+    call = {"prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "stop", "cached": False}
+    rounds = [f"results/scripted/hotpotqa/mad/round{t}.parquet" for t in (1, 0)]  # any order: sorted by round
+    for t, path in ((1, rounds[0]), (0, rounds[1])):
+        write_table("samples", [{"qid": "q0", "stage": "mad", "round": t, "agent": a, "temperature": 0.5, "seed": 0,
+                                 "response": f"{nasty} {t}{a}", "answer": "Alpha", "answer_norm": "alpha",
+                                 "answer_method": "answer_line", **call} for a in (1, 0)], path)
+    html = render("t", [{"dataset": "hotpotqa", "qid": "q0", "question": "Which?", "answer": "Alpha", "aliases": [],
+                         "context": [], "methods": {}, "labels": {}}], "", "", table_json(rounds=rounds))
+    data = html.split('id="data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in data and ">" not in data and "&" not in data
+    parsed = json.loads(data)
+    assert [(g["dataset"], g["method"], g["round"]) for g in parsed["rounds"]] == [("hotpotqa", "mad", 0),
+                                                                                  ("hotpotqa", "mad", 1)]
+    assert [r["response"] for r in parsed["rounds"][1]["rows"]] == [f"{nasty} 10", f"{nasty} 11"]
+    assert parsed["traces"] == []
 
 
 def _data(html: str) -> dict:
@@ -63,7 +85,7 @@ def test_turn_labels_of_the_disagreement_layers(tmp_path, monkeypatch):
                             "C removed": "none (changed mind: yes)", "C kept": "full (changed mind: no)"}
     assert mad["0:1:1"] == {"A": "unparsable"}
     assert lmad["1:1:2"] == {"A": "none (changed mind: yes)", "B": "disagree / challenge"}
-    html = render("t", collect(["questions.parquet"], [], [], [], by_turn), "", note)
+    html = render("t", collect(["questions.parquet"], [], by_turn), "", note)
     data = _data(html)
     assert data["pushback"]["passed"] and data["questions"][0]["labels"]["mad@hostile"]["0:1:0"]["B"]
 
@@ -75,7 +97,7 @@ def test_turn_labels_of_the_disagreement_layers(tmp_path, monkeypatch):
         write_table("samples", [{"qid": "q0", "stage": "mad@hostile", "round": t, "agent": a, "temperature": 0.5,
                                  "seed": 0, "response": f"r{t}{a}", "answer": "Alpha", "answer_norm": "alpha",
                                  "answer_method": "answer_line", **call} for a in (0, 1)], rounds[-1])
-    html = render("t", collect(["questions.parquet"], [], [], rounds, failed), "", note)
+    html = render("t", collect(["questions.parquet"], [], failed), "", note, table_json(rounds=rounds))
     data = _data(html)
     assert data["pushback"] == {"note": note, "passed": False}
     dom = _dom(html, tmp_path)
@@ -86,7 +108,7 @@ def test_turn_labels_of_the_disagreement_layers(tmp_path, monkeypatch):
 
     # layers off: no input, no label, no note; the page is what it was
     assert turn_labels() == ({}, "")
-    data = _data(render("t", collect(["questions.parquet"], [], [], []), ""))
+    data = _data(render("t", collect(["questions.parquet"], []), ""))
     assert data["pushback"] is None and data["questions"][0]["labels"] == {}
 
 

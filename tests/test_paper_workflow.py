@@ -104,6 +104,9 @@ def test_viewer_renders_a_question_in_headless_chromium(run, tmp_path):
     assert "<h2" not in text.replace("'h2'", "")           # ... as the static file has no such element
     import html as html_lib
     assert html_lib.escape(question, quote=False) in dom
+    # its debate rounds and LMAD iterations, embedded as table rows, were filed under it by the page
+    assert "<summary>mad: 2 rounds</summary>" in dom and "<h4>round 1</h4>" in dom
+    assert "<h3>lmad</h3>" in dom and "<h4>iteration 0" in dom
     shot = tmp_path / "viewer.png"
     subprocess.run([*args, f"--screenshot={shot}", "--window-size=1200,900", html.as_uri()],
                    capture_output=True, timeout=120)

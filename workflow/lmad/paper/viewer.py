@@ -2,7 +2,10 @@
 
 The data is embedded as JSON in ``<script type="application/json">``; every ``<``, ``>`` and ``&``
 is written as a ``\\u00XX`` escape, so no question or model output can close the script
-element (``</script>``) or open a comment. Inline JS renders one question at a time: question,
+element (``</script>``) or open a comment. Debate rounds and LMAD traces go in as each table's
+rows, JSON written by polars, and the page files them under their questions when it loads: a
+row never becomes a Python object (4 x 500 questions: 4.1 -> 1.5 s for the job, which is on
+the run's last stretch, after the judge). Inline JS renders one question at a time: question,
 context, each method's prediction and judge decision, each debate method's rounds, and LMAD's
 iterations (chains with the localized segment, conflict, positions, repair, guard checks).
 
@@ -24,10 +27,27 @@ from ..schemas import read_table
 from .figures import group_rounds
 
 
-def embed_json(data) -> str:
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True, default=str)
+def _script_safe(text: str) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def embed_json(data) -> str:
+    return _script_safe(json.dumps(data, ensure_ascii=False, sort_keys=True, default=str))
+
+
+def table_json(traces: list[str] = (), rounds: list[str] = ()) -> dict[str, str]:
+    """The debate rounds (``rounds``: one entry per dataset, method and round, with the agents'
+    answers and responses) and LMAD traces (``traces``: one array of rows per table) as JSON
+    text, for ``render`` to embed and the page to file under their questions (``attach``)."""
+    parts = []
+    for (_, d, m), paths in group_rounds(rounds).items():
+        for t, p in enumerate(paths):
+            rows = read_table("samples", p).sort("qid", "agent").select("qid", "agent", "answer", "response")
+            parts.append(f'{{"dataset": {json.dumps(d)}, "method": {json.dumps(m)}, "round": {t}, '
+                         f'"rows": {rows.write_json()}}}')
+    traced = (read_table("lmad_trace", p).sort("iteration", maintain_order=True).write_json() for p in traces)
+    return {"rounds": "[" + ", ".join(parts) + "]", "traces": "[" + ", ".join(traced) + "]"}
 
 
 def _self_report(parsed: str) -> str:
@@ -74,9 +94,10 @@ def turn_labels(steps: list[str] = (), lmad_reports: list[str] = (), labels: lis
     return out, note
 
 
-def collect(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str],
-            labels: dict | None = None) -> list[dict]:
-    """``labels``: ``turn_labels``' first value (none: no label is shown)."""
+def collect(questions: list[str], judgments: list[str], labels: dict | None = None) -> list[dict]:
+    """Every question with its methods' predictions and judge decisions; ``labels``:
+    ``turn_labels``' first value (none: no label is shown). Its debate rounds and LMAD
+    iterations are ``table_json``'s, joined in the page."""
     qs = {}
     for p in questions:
         for r in read_table("questions", p).to_dicts():
@@ -84,28 +105,13 @@ def collect(questions: list[str], judgments: list[str], traces: list[str], round
                 "dataset": r["dataset"], "qid": r["qid"], "question": r["question"], "answer": r["answer"],
                 "aliases": r["aliases"], "context": [{"title": c["title"], "text": " ".join(c["sentences"])}
                                                      for c in r["context"] or []],
-                "methods": {}, "debates": {}, "lmad": {},
-                "labels": (labels or {}).get((r["dataset"], r["qid"]), {})}
+                "methods": {}, "labels": (labels or {}).get((r["dataset"], r["qid"]), {})}
     for p in judgments:
         for r in read_table("judgments", p).to_dicts():
             q = qs.get((r["dataset"], r["qid"]))
             if q is not None:
                 q["methods"][r["method"]] = {k: r[k] for k in ("prediction", "judge_verdict", "judge_correct", "em",
                                                                "judge_raw")}
-    for (_, d, m), paths in group_rounds(rounds).items():
-        for t, p in enumerate(paths):
-            for r in read_table("samples", p).sort("qid", "agent").to_dicts():
-                q = qs.get((d, r["qid"]))
-                if q is not None:
-                    q["debates"].setdefault(m, defaultdict(list))[t].append(
-                        {"agent": r["agent"], "answer": r["answer"], "response": r["response"]})
-    for p in traces:
-        for r in read_table("lmad_trace", p).sort("iteration").to_dicts():
-            q = qs.get((r["dataset"], r["qid"]))
-            if q is not None:
-                q["lmad"].setdefault(r["method"], []).append(r)
-    for q in qs.values():
-        q["debates"] = {m: [rs[t] for t in sorted(rs)] for m, rs in q["debates"].items()}
     return [qs[k] for k in sorted(qs)]
 
 
@@ -118,6 +124,12 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;verti
 details{margin:4px 0}.labels{font-size:12px;color:#555;margin:0 0 4px 1.2em}pre{white-space:pre-wrap;margin:0}#filter{width:95%;margin:4px}"""
 
 _JS = r"""const DATA=JSON.parse(document.getElementById('data').textContent);
+(function attach(){const at={},key=(d,q)=>d+'\n'+q;
+DATA.questions.forEach(q=>{at[key(q.dataset,q.qid)]=q;q.debates={};q.lmad={};});
+for(const g of DATA.rounds||[])for(const r of g.rows){const q=at[key(g.dataset,r.qid)];if(!q)continue;
+const rs=q.debates[g.method]=q.debates[g.method]||{};(rs[g.round]=rs[g.round]||[]).push({agent:r.agent,answer:r.answer,response:r.response});}
+DATA.questions.forEach(q=>{for(const m in q.debates){const rs=q.debates[m];q.debates[m]=Object.keys(rs).map(Number).sort((a,b)=>a-b).map(t=>rs[t]);}});
+for(const rows of DATA.traces||[])for(const r of rows){const q=at[key(r.dataset,r.qid)];if(q)(q.lmad[r.method]=q.lmad[r.method]||[]).push(r);}})();
 function el(tag,attrs,...kids){const e=document.createElement(tag);for(const[k,v]of Object.entries(attrs||{}))e.setAttribute(k,v);
 for(const c of kids){if(c==null)continue;e.append(c instanceof Node?c:String(c));}return e;}
 function mark(c){return c===1?el('span',{class:'ok'},'✔'):c===0?el('span',{class:'bad'},'✘'):'–';}
@@ -155,11 +167,14 @@ document.querySelectorAll('#list div').forEach((d,i)=>d.style.display=(d.title+d
 if(DATA.questions.length)show(0);"""
 
 
-def render(title: str, questions: list[dict], judge_note: str = "", pushback_note: str = "") -> str:
+def render(title: str, questions: list[dict], judge_note: str = "", pushback_note: str = "",
+           tables: dict[str, str] | None = None) -> str:
     """``pushback_note``: layer B's validation line (empty: layer B off); its labels are in
-    ``questions`` only when it passed."""
+    ``questions`` only when it passed. ``tables``: ``table_json``'s (none: no round, no trace)."""
     pushback = {"note": pushback_note, "passed": "validation PASSED" in pushback_note} if pushback_note else None
     data = embed_json({"title": title, "questions": questions, "judge_note": judge_note, "pushback": pushback})
+    for name, text in (tables or {}).items():  # spliced in as written: already JSON
+        data = f"{data[:-1]}, {json.dumps(name)}: {_script_safe(text)}}}"
     safe_title = re.sub(r"[<>&\"']", "", title)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{safe_title}</title>"
             f"<style>{_CSS}</style></head><body><nav><input id=\"filter\" placeholder=\"filter\">"
@@ -175,6 +190,6 @@ def write(questions: list[str], judgments: list[str], traces: list[str], rounds:
     backbone = layout.parse(judgments[0]).backbone if judgments else ""
     note = f"{head.warning} {head.validation}".strip() if head else ""
     by_turn, pushback_note = turn_labels(steps, lmad_reports, labels, pushback_validation)
-    text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, traces, rounds, by_turn), note,
-                  pushback_note)
+    text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, by_turn), note, pushback_note,
+                  table_json(traces, rounds))
     write_text(html, text)

@@ -11,7 +11,8 @@ Iteration ℓ of method m on a dataset lives in ``results/{backbone}/{dataset}/{
   commit.parquet    (lmad_commits)        guard checks, admission, stop reason
   state.parquet     (lmad_state)          every question's state after ℓ (input of ℓ + 1)
 
-One job per (backbone, stage, iteration) serves every *unit* — a (dataset, method) pair,
+``resolve`` and ``commit`` run in one job (``resolve_and_commit``, rule ``lmad_resolve``): five jobs
+per iteration. One job per (backbone, stage, iteration) serves every *unit* — a (dataset, method) pair,
 in the order of the ``units`` param; every path argument is a list aligned with it. The
 job batches the still-active questions of all units x all agents into ONE model call
 (one per round for the debate), so the policies' identical calls (all of iteration 0,
@@ -370,6 +371,23 @@ def commit(questions: list[str], samples: list[str], repairs: list[str], relatio
         write_table("lmad_state", states, next_state[u], provenance)
         outcomes = Counter(d["stop_reason"] or "continues" for d in decisions)
         log.info("iteration %d, %s on %s: %s", iteration, method, us.names[u][0], dict(sorted(outcomes.items())))
+
+
+def resolve_and_commit(questions: list[str], samples: list[str], localizations: list[str], positions: list[str],
+                       prompt: str, relation_prompt: str, repairs: list[str], relations: list[str], commits: list[str],
+                       next_state: list[str], units: list, model: dict, cache_dir: str, iteration: int,
+                       iterations: int, max_tokens: int, min_quote_words: int, relation: str, provenance: dict,
+                       guard_last_iteration: bool = True, state: list[str] | None = None) -> None:
+    """The ``lmad_resolve`` job: ``resolve``, then ``commit`` on what it wrote. One job, as
+    the guarded resolver commits its own repair: a separate commit job was one more process
+    per iteration on the run's longest path (the LMAD chain), for a step with no model call."""
+    resolve(questions=questions, localizations=localizations, positions=positions, prompt=prompt, repairs=repairs,
+            relation_prompt=relation_prompt, relations=relations, units=units, model=model, cache_dir=cache_dir,
+            iteration=iteration, max_tokens=max_tokens, provenance=provenance, state=state)
+    commit(questions=questions, samples=samples, repairs=repairs, relations=relations, commits=commits,
+           next_state=next_state, units=units, iteration=iteration, iterations=iterations,
+           min_quote_words=min_quote_words, relation=relation, provenance=provenance,
+           guard_last_iteration=guard_last_iteration, state=state)
 
 
 def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict], verdicts: dict[str, str],

@@ -1,6 +1,0 @@
-from lmad.smk import run_rule
-from lmad.stages.lmad import commit
-
-# vLLM starts its workers with spawn, which re-imports this file: run only as the script
-if __name__ == "__main__":
-    run_rule(snakemake, commit)  # noqa: F821 (snakemake is injected by the script directive)
