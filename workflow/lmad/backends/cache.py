@@ -116,6 +116,18 @@ def _read_sidecar_raw(segment: Path) -> tuple[bytes, int, int] | None:
     return blob[body:], n, size
 
 
+def _record_of(raw: bytes, keys: bytes, prefixes: array, prefix: int) -> int | None:
+    """The first record of a sidecar's ``keys`` that is ``raw`` (its first 8 bytes: ``prefix``)."""
+    i = -1
+    while True:
+        try:
+            i = prefixes.index(prefix, i + 1)
+        except ValueError:
+            return None
+        if keys[32 * i : 32 * i + 32] == raw:
+            return i
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
@@ -204,13 +216,15 @@ class CallStore:
         self._first.append(len(self._offset))
         return len(self._segments) - 1
 
-    def _add_bulk(self, seg: Path, keys_blob: bytes, n: int, offsets: array, lengths: array) -> None:
+    def _add_bulk(self, seg: Path, blob: bytes, n: int) -> None:
+        """A sidecar's ``n`` records (``_read_sidecar_raw``'s blob), its keys left lazy."""
         no = self._segment_no(seg)
         self._seg_of.extend(array("q", [no]) * n)
-        self._offset.extend(offsets)
-        self._length.extend(lengths)
+        self._offset.extend(_from_le(blob[32 * n : 40 * n]))
+        self._length.extend(_from_le(blob[40 * n :]))
         self._line.frombytes(bytes(8 * n))  # 0: a sidecar's line is its record number + 1 (_line_of)
-        self._lazy[no] = (keys_blob, _from_le(keys_blob)[::4])
+        keys = blob[: 32 * n]
+        self._lazy[no] = (keys, _from_le(keys)[::4])
 
     def _materialize(self, no: int) -> None:
         """Index every key of lazy segment ``no``."""
@@ -242,17 +256,13 @@ class CallStore:
             if len(common) > 64:
                 self._materialize(no)
                 continue
-            first = self._first[no]
             for prefix in common:
                 for raw in wanted[prefix]:  # distinct keys may share 8 bytes: compare whole keys
-                    i = -1
-                    while raw not in self._index:
-                        try:
-                            i = prefixes.index(prefix, i + 1)
-                        except ValueError:
-                            break
-                        if blob[32 * i : 32 * i + 32] == raw:
-                            self._index[raw] = first + i
+                    if raw in self._index:  # a copy found in an earlier segment serves as well
+                        continue
+                    i = _record_of(raw, blob, prefixes, prefix)
+                    if i is not None:
+                        self._index[raw] = self._first[no] + i
 
     def refresh(self) -> None:
         """Index the complete lines written since the last refresh (by any writer)."""
@@ -263,7 +273,7 @@ class CallStore:
                 side = _read_sidecar_raw(seg)
                 if side is not None:
                     blob, n, size = side
-                    self._add_bulk(seg, blob[: 32 * n], n, _from_le(blob[32 * n : 40 * n]), _from_le(blob[40 * n :]))
+                    self._add_bulk(seg, blob, n)
                     self._scanned[seg] = (size, n)
                     self._searched.clear()  # a new lazy segment: earlier lookups did not search it
                     continue

@@ -4,8 +4,8 @@ The data is embedded as JSON in ``<script type="application/json">``; every ``<`
 is written as a ``\\u00XX`` escape, so no question or model output can close the script
 element (``</script>``) or open a comment. Debate rounds and LMAD traces go in as each table's
 rows, JSON written by polars, and the page files them under their questions when it loads: a
-row never becomes a Python object (4 x 500 questions: 4.1 -> 1.5 s for the job, which is on
-the run's last stretch, after the judge). Inline JS renders one question at a time: question,
+row never becomes a Python object (4 x 500 questions, L = 10: 4.1 -> 2.4 s for the job,
+which is on the run's last stretch, after the judge). Inline JS renders one question at a time: question,
 context, each method's prediction and judge decision, each debate method's rounds, and LMAD's
 iterations (chains with the localized segment, conflict, positions, repair, guard checks).
 
