@@ -33,9 +33,15 @@ rule all:
     default_target: True
 
 
+onstart:
+    start_warm_worker()
+
+
 onsuccess:
+    stop_warm_worker()
     stop_served_models()
 
 
 onerror:
+    stop_warm_worker()
     stop_served_models()

@@ -455,6 +455,22 @@ def run_scope(*keys):
     return {key: scope[key] for key in keys}
 
 
+# ---- The warm worker (lmad.worker): a local run's jobs fork from one process that has
+# imported polars and the stages; a SLURM job (remote execution) runs its stage itself.
+
+def start_warm_worker():
+    if config["warm_worker"] and workflow.local_exec and not (workflow.remote_exec or workflow.subprocess_exec):
+        from lmad import worker
+
+        worker.start()
+
+
+def stop_warm_worker():
+    from lmad import worker
+
+    worker.stop()
+
+
 # ---- Served models (README "Model loads and served mode"): the run's end stops the servers
 # its jobs started.
 

@@ -270,6 +270,9 @@ def test_demo_dag_runs_through_sbatch(cluster, workdir_on_slurm):
     assert slurm_states(cluster, job_ids) == {j: "COMPLETED" for j in job_ids}
     for _, log in submitted:  # kept by --slurm-keep-successful-logs
         assert (workdir / log).is_file(), log
+    # no warm worker on SLURM (lmad.worker): every job ran its stage in its own process
+    stage_logs = [p.read_text() for p in (workdir / "logs").rglob("*.log")]
+    assert stage_logs and not any("forked from the warm worker" in text for text in stage_logs)
 
     assert (workdir / "results" / "scripted" / "analysis" / "table.md").stat().st_size > 0
     manifest = json.loads((workdir / "results" / "manifest.json").read_text())

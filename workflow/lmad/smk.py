@@ -1,18 +1,21 @@
 """The one bridge between a Snakemake rule and a library function.
 
-A rule's script is two lines: import a stage function and hand it to ``run_rule``,
-which sends the stage's logging to the rule's ``log:`` file and calls the function
-with the rule's named inputs, outputs and params as keyword arguments, plus a
-``provenance`` dict for the Parquet metadata.
+A rule's script is two lines: it hands the dotted name of a stage function to
+``run_rule``, which sends the stage's logging to the rule's ``log:`` file and calls the
+function with the rule's named inputs, outputs and params as keyword arguments, plus a
+``provenance`` dict for the Parquet metadata; in a child of the warm worker
+(lmad.worker) when a local run has one, else in the script's own process.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 import resource
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -93,11 +96,26 @@ def _profiled(fn: Callable[..., None], log_file: str | None) -> Callable[..., No
     return run
 
 
-def run_rule(smk, fn: Callable[..., None]) -> None:
-    if smk.log:
-        stats_path(smk.log[0]).unlink(missing_ok=True)  # a rerun that calls no model leaves none
-    logging.basicConfig(filename=smk.log[0], filemode="w", level=logging.INFO, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+@dataclass(frozen=True)
+class Job:
+    """What a stage job runs, in a form the warm worker's child can be handed (pickled)."""
+    rule: str
+    log: str | None
+    stage: str | Callable[..., None]  # "module:function", or the function itself
+    kwargs: dict[str, Any]
+
+
+def stage_function(stage: str | Callable[..., None]) -> Callable[..., None]:
+    if callable(stage):
+        return stage
+    module, _, name = stage.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def run_rule(smk, stage: str | Callable[..., None]) -> None:
+    """Run a rule's stage function with its named inputs, outputs and params. ``stage`` is
+    ``"module:function"`` in the rules' scripts, so that a job the warm worker takes
+    (lmad.worker) never imports the stage itself; it runs here when no worker takes it."""
     inputs, outputs, params = _named(smk.input), _named(smk.output), _named(smk.params)
     inputs = {k: v for k, v in inputs.items() if k not in DEPENDENCY_ONLY}
     clash = (set(inputs) & set(outputs)) | (set(inputs) & set(params)) | (set(outputs) & set(params))
@@ -106,17 +124,36 @@ def run_rule(smk, fn: Callable[..., None]) -> None:
     prompts = [v for k, v in inputs.items() if k.startswith("prompt") and isinstance(v, str)]
     kwargs = {**inputs, **outputs, **params,
               "provenance": provenance(smk.rule, dict(smk.wildcards.items()), params, prompts)}
+    job = Job(smk.rule, smk.log[0] if smk.log else None, stage, kwargs)
+    status = None
+    if isinstance(stage, str):
+        from lmad.worker import run_in_worker
+
+        status = run_in_worker(job, stage, kwargs)
+    if status is None:
+        execute(job)
+    elif status:
+        raise SystemExit(status)
+
+
+def execute(job: Job, forked: bool = False) -> None:
+    """A job's stage, logging to its log file, with its run statistics beside it; ``forked``:
+    in a child of the warm worker (whose CPU is the child's own, imports not included)."""
+    if job.log:
+        stats_path(job.log).unlink(missing_ok=True)  # a rerun that calls no model leaves none
+    logging.basicConfig(filename=job.log, filemode="w", level=logging.INFO, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     start = time.time()
     try:
-        _profiled(fn, smk.log[0] if smk.log else None)(**kwargs)
+        _profiled(stage_function(job.stage), job.log)(**job.kwargs)
     except Exception:
-        logging.exception("rule %s failed", smk.rule)
+        logging.exception("rule %s failed", job.rule)
         raise
     finally:
         cpu = resource.getrusage(resource.RUSAGE_SELF)  # the whole process: imports included
-        logging.info("rule %s took %.1f s (process CPU %.2f s)", smk.rule, time.time() - start,
-                     cpu.ru_utime + cpu.ru_stime)
-        _finish_backends(smk.log[0] if smk.log else None)
+        logging.info("rule %s took %.1f s (process CPU %.2f s%s)", job.rule, time.time() - start,
+                     cpu.ru_utime + cpu.ru_stime, ", forked from the warm worker" if forked else "")
+        _finish_backends(job.log)
         logging.shutdown()
 
 

@@ -1,6 +1,5 @@
 from lmad.smk import run_rule
-from lmad.stages.readout import headroom_lift
 
 # vLLM starts its workers with spawn, which re-imports this file: run only as the script
 if __name__ == "__main__":
-    run_rule(snakemake, headroom_lift)  # noqa: F821 (snakemake is injected by the script directive)
+    run_rule(snakemake, "lmad.stages.readout:headroom_lift")  # noqa: F821 (snakemake is injected by the script directive)

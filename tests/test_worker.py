@@ -1,0 +1,151 @@
+"""The warm worker (lmad.worker): a job it takes runs in a forked child with the script's
+streams, environment and working directory, fails the way the script would, dies with its
+script, and a job it cannot take runs in the script's own process; a workflow gives the same
+tables with and without it."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import REPO, make_config, snakemake
+from lmad import worker
+
+TESTS = Path(__file__).parent
+CLIENT = r"""
+import sys
+from types import SimpleNamespace
+from lmad.smk import run_rule
+out, log, mode, stage = sys.argv[1:5]
+job = SimpleNamespace(log=[log], input={}, output={"out": out}, params={"mode": mode}, rule="probe", wildcards={})
+run_rule(job, stage)
+"""
+
+
+@pytest.fixture
+def warm(monkeypatch):
+    """A worker started by this test process (its parent), that finds tests/worker_stage.py."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), str(REPO / "workflow")]))
+    monkeypatch.delenv(worker.SWITCH, raising=False)
+    path = worker.start()
+    assert worker.wait_until_ready()
+    yield path
+    worker.stop()
+
+
+def client(tmp_path, mode="ok", stage="worker_stage:probe", env=None, wait=True):
+    args = [sys.executable, "-c", CLIENT, str(tmp_path / "out.json"), str(tmp_path / "job.log"), mode, stage]
+    proc = subprocess.Popen(args, cwd=tmp_path, env={**os.environ, "PROBE": "from the job", **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return proc
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+def test_a_job_runs_in_a_child_of_the_worker_with_the_scripts_streams_env_and_cwd(tmp_path, warm):
+    rc, out, err = client(tmp_path)
+    assert rc == 0, err
+    seen = json.loads((tmp_path / "out.json").read_text())
+    assert seen["ppid"] == worker._SERVER["proc"].pid  # forked from the worker, not the script
+    assert (seen["cwd"], seen["env"], seen["rule"]) == (str(tmp_path), "from the job", "probe")
+    assert out == "to stdout\n" and err == "to stderr\n"
+    assert "forked from the warm worker" in (tmp_path / "job.log").read_text()
+
+
+@pytest.mark.parametrize("mode, status, says", [("raise", 1, "the stage failed on purpose"), ("exit", 3, "")])
+def test_a_failing_stage_fails_its_job_with_its_status_and_traceback(tmp_path, warm, mode, status, says):
+    rc, _, err = client(tmp_path, mode)
+    assert rc == status and says in err and not (tmp_path / "out.json").exists()
+    if mode == "raise":
+        assert "rule probe failed" in (tmp_path / "job.log").read_text()
+
+
+def test_a_killed_job_takes_its_child_with_it(tmp_path, warm):
+    proc = client(tmp_path, "sleep", wait=False)
+    deadline = time.monotonic() + 30
+    children = []
+    while not children:  # the child that runs the job
+        assert time.monotonic() < deadline
+        children = _children(worker._SERVER["proc"].pid)
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # what Snakemake's cancel amounts to for the script
+    proc.communicate()
+    while _alive(children[0]):
+        assert time.monotonic() < deadline, "the child outlived its script"
+        time.sleep(0.05)
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_without_a_worker_or_for_an_in_process_model_the_script_runs_the_stage(tmp_path, warm):
+    for env in ({worker.ENV: ""}, {worker.SWITCH: "0"}, {worker.ENV: str(tmp_path / "no-such-socket")}):
+        rc, _, err = client(tmp_path, env=env)
+        assert rc == 0, err
+        seen = json.loads((tmp_path / "out.json").read_text())
+        assert seen["ppid"] != worker._SERVER["proc"].pid
+        assert "forked" not in (tmp_path / "job.log").read_text()
+    other = tmp_path / "other"  # another checkout of the code on the job's path: refused
+    shutil.copytree(REPO / "workflow" / "lmad", other / "lmad", ignore=shutil.ignore_patterns("__pycache__"))
+    rc, _, err = client(tmp_path, env={"PYTHONPATH": os.pathsep.join([str(other), str(TESTS)])})
+    assert rc == 0, err
+    assert json.loads((tmp_path / "out.json").read_text())["ppid"] != worker._SERVER["proc"].pid
+    assert worker.loads_a_model({"model": {"backend": "transformers"}})
+    assert worker.loads_a_model({"jurors": [{"backend": "vllm"}]})
+    assert not worker.loads_a_model({"model": {"backend": "vllm", "serve": True}})
+    assert not worker.loads_a_model({"model": {"backend": "scripted"}, "out": "x"})
+
+
+def test_stop_ends_the_worker_and_a_worker_whose_snakemake_died_ends_itself(tmp_path, warm):
+    proc, path = worker._SERVER["proc"], warm
+    worker.stop()
+    assert proc.poll() is not None and not Path(path).exists() and worker.ENV not in os.environ
+    # a parent that exits without stopping it (a killed Snakemake)
+    code = "import sys; from lmad import worker; print(worker._SERVER['proc'].pid if worker.start() else '')"
+    pid = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    deadline = time.monotonic() + 10
+    while _alive(pid):
+        assert time.monotonic() < deadline, "the worker outlived its Snakemake"
+        time.sleep(0.1)
+
+
+def test_a_workflow_gives_the_same_tables_with_and_without_the_worker(tmp_path):
+    tables = {}
+    for name, env in (("warm", {}), ("cold", {worker.SWITCH: "0"})):
+        work = tmp_path / name
+        work.mkdir()
+        make_config(work, n=2, methods=["cot", "sc", "mad", "lmad"])
+        snakemake(work, "--until", "judge", env=env)
+        logs = "".join(p.read_text() for p in (work / "logs").rglob("*.log"))
+        assert ("forked from the warm worker" in logs) == (name == "warm")
+        tables[name] = {p.relative_to(work): pl.read_parquet(p) for p in (work / "results").rglob("*.parquet")}
+    assert tables["warm"].keys() == tables["cold"].keys() and tables["warm"]
+    for path, frame in tables["warm"].items():
+        assert frame.equals(tables["cold"][path]), path
+
+
+def _children(pid):
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is gone for our purpose
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"

@@ -1,0 +1,298 @@
+"""The warm worker: a local run's stage jobs fork from one process that has imported polars
+and every stage module already.
+
+Why: most of a short job's CPU is its interpreter importing polars and the stage (~0.2 s
+of ~0.4 s), and LMAD's chain of short jobs waits for that five times per iteration.
+Snakemake still starts every job's two-line script, so logs, metadata, benchmarks and
+reruns are what they were; the script hands its job here instead of importing the stage.
+A forked child takes over the script's stdout, stderr, environment and working directory,
+runs the stage and sends back its exit status.
+
+* Started by the Snakefile's ``onstart`` handler for local execution only (a SLURM job runs
+  its stage itself), stopped by ``onsuccess``/``onerror``; it also exits when the Snakemake
+  process that started it is gone. ``warm_worker: false`` in the config or ``LMAD_WORKER=0``
+  in the environment turns it off.
+* A job that cannot use it (no worker yet or any more, a stage given as a function object)
+  runs in its own process as before: the worker changes speed, never results. Stages that
+  load a model in process (transformers, vLLM) always do: they take seconds to load anyway,
+  and their runtimes' threads and GPUs are better off in a process of their own.
+* A child whose script process dies (Snakemake cancelled the job) kills itself at once, so
+  no stage writes an output after Snakemake has cleaned the job's outputs up.
+* The server only imports, never computes: polars' thread pool starts in each child, not
+  before the fork.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import pkgutil
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ENV = "LMAD_WORKER_SOCKET"       # set in Snakemake's environment, inherited by every local job
+SWITCH = "LMAD_WORKER"           # "0" turns the worker off
+IN_PROCESS_BACKENDS = ("transformers", "vllm")   # load a model into the job's own process
+_HEADER = struct.Struct("!Q")
+_STATUS = struct.Struct("!i")
+_REFUSED = -(1 << 30)   # the child is not of the job's interpreter or code: the job runs itself
+_POLL_S = 0.5
+
+
+# ---- the job's side -----------------------------------------------------------------------
+
+def loads_a_model(value: Any) -> bool:
+    """Whether a job's arguments name a model that loads into the job's process (not a served
+    one, which the job only talks to)."""
+    if isinstance(value, dict):
+        if value.get("backend") in IN_PROCESS_BACKENDS and not value.get("serve"):
+            return True
+        return any(loads_a_model(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(loads_a_model(v) for v in value)
+    return False
+
+
+def run_in_worker(job: Any, stage_name: str, kwargs: dict[str, Any]) -> int | None:
+    """Run ``job`` (pickled) in a child of the warm worker; its exit status, or None when no
+    worker takes it (then the caller runs it itself)."""
+    path = os.environ.get(ENV)
+    if not path or os.environ.get(SWITCH) == "0" or loads_a_model(kwargs):
+        return None
+    try:
+        # the job is pickled inside: a child of other code refuses it before unpickling it
+        inner = pickle.dumps((job, os.getcwd(), dict(os.environ)), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps((_identity(), inner), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # an unpicklable param: the job runs here
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        socket.send_fds(conn, [_HEADER.pack(len(payload))], [sys.stdout.fileno(), sys.stderr.fileno()])
+        conn.sendall(payload)
+    except OSError:  # not up yet, or gone: nothing reached a child
+        conn.close()
+        return None
+    with conn:  # from here the child owns the job: its status is the job's
+        status = _recv_exact(conn, _STATUS.size)
+    if status == _STATUS.pack(_REFUSED):
+        return None
+    if len(status) < _STATUS.size:
+        print(f"lmad worker: the process running {stage_name} ended without a status "
+              "(killed?); see the job's log", file=sys.stderr)
+        return 1
+    return _STATUS.unpack(status)[0]
+
+
+def _identity() -> tuple[str, str, str]:
+    """The interpreter and code a process runs: a job under ``--use-conda``, in a container or
+    with another checkout on its path is not the worker's to run."""
+    import lmad
+
+    return sys.executable, sys.prefix, os.path.realpath(lmad.__file__)
+
+
+def _recv_exact(conn: socket.socket, size: int) -> bytes:
+    chunks, got = [], 0
+    while got < size:
+        chunk = conn.recv(min(size - got, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+# ---- the server ---------------------------------------------------------------------------
+
+def preload() -> None:
+    """Import polars, every stage module (none imports pyarrow, plotting or a model runtime at
+    import: tests/test_job_imports.py) and pyplot on Agg, which the figure stages import."""
+    import polars  # noqa: F401
+
+    import lmad.stages
+
+    for info in pkgutil.iter_modules(lmad.stages.__path__):
+        importlib.import_module(f"lmad.stages.{info.name}")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+
+
+class _Stop(Exception):
+    """SIGTERM: stop() asks the server to end now, not at its next poll."""
+
+
+def _stop(*_: Any) -> None:
+    raise _Stop
+
+
+def serve(path: str, parent: int) -> None:
+    signal.signal(signal.SIGTERM, _stop)
+    children: set[int] = set()
+    listener = None
+    try:
+        preload()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)  # jobs that find no socket yet run in their own process
+        listener.listen(64)
+        while os.getppid() == parent:
+            _reap(children, block=False)
+            ready, _, _ = select.select([listener], [], [], _POLL_S)
+            if not ready:
+                continue
+            conn, _ = listener.accept()
+            pid = os.fork()
+            if pid == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                listener.close()
+                _child(conn)  # never returns
+            conn.close()
+            children.add(pid)
+    except _Stop:
+        pass
+    finally:
+        if listener is not None:
+            listener.close()
+            Path(path).unlink(missing_ok=True)
+        # children of a finished run are exiting; a cancelled run's kill themselves. Waiting
+        # for them adds their CPU to this process's, which its parent collects.
+        _reap(children, block=True)
+
+
+def _reap(children: set[int], block: bool) -> None:
+    for pid in list(children):
+        done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+        if done:
+            children.discard(pid)
+
+
+def _child(conn: socket.socket) -> None:
+    status = 1
+    finished = threading.Event()
+    try:
+        header, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 2)
+        identity, inner = pickle.loads(_recv_exact(conn, _HEADER.unpack(header)[0]))
+        if identity != _identity():
+            status = _REFUSED
+            return  # (the finally sends it)
+        job, cwd, env = pickle.loads(inner)
+        for target, fd in zip((1, 2), fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        threading.Thread(target=_die_with_client, args=(conn, finished), daemon=True).start()
+        from lmad.smk import execute
+
+        execute(job, forked=True)
+        status = 0
+    except SystemExit as exit:
+        status = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            finished.set()
+            try:
+                conn.sendall(_STATUS.pack(status))
+            except OSError:
+                pass
+            os._exit(status)
+
+
+def _die_with_client(conn: socket.socket, finished: threading.Event) -> None:
+    """The script process closed its end (Snakemake killed the job): stop before any output
+    is written after Snakemake's cleanup."""
+    try:
+        conn.recv(1)
+    except OSError:
+        pass
+    if not finished.is_set():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+# ---- Snakemake's side (the Snakefile's onstart / onsuccess / onerror) ----------------------
+
+_SERVER: dict[str, Any] = {}
+
+
+def start() -> str | None:
+    """Start the worker for this Snakemake process; its socket path (also put in the
+    environment the jobs inherit), or None when switched off. Linux only unless
+    ``LMAD_WORKER=1``: forking after imports is untested elsewhere (macOS, where Python's
+    own multiprocessing stopped forking by default)."""
+    switch = os.environ.get(SWITCH)
+    if switch == "0" or (sys.platform != "linux" and switch != "1"):
+        return None
+    stop()
+    where = tempfile.mkdtemp(prefix="lmad-worker-")  # private (0700)
+    path = os.path.join(where, "socket")
+    if len(os.fsencode(path)) >= 100:  # AF_UNIX paths stop at 104-108 bytes: a long TMPDIR
+        os.rmdir(where)
+        return None
+    import lmad  # the server runs this process's checkout of the code, whatever its path
+
+    code_root = os.path.dirname(os.path.dirname(os.path.realpath(lmad.__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [code_root, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "lmad.worker", path, str(os.getpid())],
+                            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    _SERVER.update(proc=proc, path=path, dir=where)
+    os.environ[ENV] = path
+    return path
+
+
+def stop(timeout_s: float = 30.0) -> None:
+    """Stop the worker and wait for it (its jobs' CPU is counted in this process's children)."""
+    os.environ.pop(ENV, None)
+    proc = _SERVER.pop("proc", None)
+    if proc is None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    Path(_SERVER.pop("path")).unlink(missing_ok=True)
+    try:
+        os.rmdir(_SERVER.pop("dir"))
+    except OSError:
+        pass
+
+
+def wait_until_ready(timeout_s: float = 30.0) -> bool:
+    """Whether the started worker accepts jobs within ``timeout_s`` (for tests and benchmarks:
+    jobs themselves never wait, they run in their own process until it is up)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        path = os.environ.get(ENV)
+        if path and os.path.exists(path):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], int(sys.argv[2]))
