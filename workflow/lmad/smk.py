@@ -129,7 +129,7 @@ def run_rule(smk, stage: str | Callable[..., None]) -> None:
     if isinstance(stage, str):
         from lmad.worker import run_in_worker
 
-        status = run_in_worker(job, stage, kwargs)
+        status = run_in_worker(job)
     if status is None:
         execute(job)
     elif status:

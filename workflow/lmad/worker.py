@@ -63,11 +63,11 @@ def loads_a_model(value: Any) -> bool:
     return False
 
 
-def run_in_worker(job: Any, stage_name: str, kwargs: dict[str, Any]) -> int | None:
-    """Run ``job`` (pickled) in a child of the warm worker; its exit status, or None when no
-    worker takes it (then the caller runs it itself)."""
+def run_in_worker(job: Any) -> int | None:
+    """Run ``job`` (an ``lmad.smk.Job``, pickled) in a child of the warm worker; its exit
+    status, or None when no worker takes it (then the caller runs it itself)."""
     path = os.environ.get(ENV)
-    if not path or os.environ.get(SWITCH) == "0" or loads_a_model(kwargs):
+    if not path or os.environ.get(SWITCH) == "0" or loads_a_model(job.kwargs):
         return None
     try:
         # the job is pickled inside: a child of other code refuses it before unpickling it
@@ -88,7 +88,7 @@ def run_in_worker(job: Any, stage_name: str, kwargs: dict[str, Any]) -> int | No
     if status == _STATUS.pack(_REFUSED):
         return None
     if len(status) < _STATUS.size:
-        print(f"lmad worker: the process running {stage_name} ended without a status "
+        print(f"lmad worker: the process running {job.stage} ended without a status "
               "(killed?); see the job's log", file=sys.stderr)
         return 1
     return _STATUS.unpack(status)[0]
@@ -283,8 +283,8 @@ def stop(timeout_s: float = 30.0) -> None:
 
 
 def wait_until_ready(timeout_s: float = 30.0) -> bool:
-    """Whether the started worker accepts jobs within ``timeout_s`` (for tests and benchmarks:
-    jobs themselves never wait, they run in their own process until it is up)."""
+    """Whether the started worker accepts jobs within ``timeout_s`` (for tests: jobs
+    themselves never wait, they run in their own process until it is up)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         path = os.environ.get(ENV)
