@@ -40,8 +40,10 @@ onstart:
 onsuccess:
     stop_warm_worker()
     stop_served_models()
+    cancel_scheduler_timers()
 
 
 onerror:
     stop_warm_worker()
     stop_served_models()
+    cancel_scheduler_timers()

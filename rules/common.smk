@@ -483,6 +483,12 @@ def stop_served_models():
             print(f"stopped the vLLM servers of: {', '.join(stopped)}")
 
 
+def cancel_scheduler_timers():
+    from lmad.run_end import cancel_scheduler_timers
+
+    cancel_scheduler_timers()
+
+
 # ---- When Debate Helps (rules/finalizers.smk, readout.smk, societies.smk): every saved round of
 # every method, and what these rules add to `rule all` (nothing unless enabled).
 

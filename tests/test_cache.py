@@ -94,6 +94,26 @@ def test_the_call_key_is_what_it_always_was():
         "messages", "temperature", "max_tokens", "seed", "stop", "constraint", "fallbacks"]
 
 
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)  # what str.encode() accepts
+_LINES = st.lists(st.sampled_from(["", "\n", "\r\n", '"', "\\", "\t", "\x00", "\x1f", "\x7f", "\u2028", "é", "\U0001F600"]) | _TEXT,
+                  max_size=8).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages=st.lists(st.tuples(st.sampled_from(["system", "user", "assistant"]), _LINES), min_size=1, max_size=3),
+       temperature=st.sampled_from([0.0, 0.1, 0.7, 1, 1e-7]), max_tokens=st.integers(1, 4096),
+       seed=st.integers(0, 2**31), stop=st.lists(_TEXT, max_size=2).map(tuple),
+       constraint=st.none() | st.builds(lambda v: {"choice": v}, st.lists(_TEXT, min_size=1, max_size=3)),
+       model=_TEXT, repeat=st.booleans())
+def test_the_call_key_equals_the_original_definition_on_any_request(messages, temperature, max_tokens, seed, stop,
+                                                                      constraint, model, repeat):
+    r = ChatRequest(messages=tuple(messages), temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop,
+                    constraint=constraint)
+    assert r.key(model) == _key_as_it_always_was(r, model)
+    if repeat:  # a second time, with every line's escape memoized
+        assert r.key(model) == _key_as_it_always_was(r, model)
+
+
 def test_resume_after_kill_reissues_only_unfinished_calls(tmp_path):
     calls = []
 

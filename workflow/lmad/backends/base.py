@@ -14,6 +14,25 @@ from typing import Any, Callable, Iterable, Sequence
 ROLES = ("system", "user", "assistant")
 # json.dumps(..., sort_keys=True, ensure_ascii=False) without building an encoder per call
 _key_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+_LINE_MEMO_MAX = 65536
+_escaped_lines: dict[str, str] = {}  # line -> its JSON string escape (no quotes)
+
+
+def _json_text(text: str) -> str:
+    """``json.dumps(text, ensure_ascii=False)``, escaped line by line with each line's escape
+    kept: a question's passage lines recur in every prompt about it, and escaping them was
+    a third of a debate call's cost. JSON escapes character by character and a newline is
+    written as the two characters \\n, so the joined result is the same string."""
+    memo = _escaped_lines
+    if len(memo) > _LINE_MEMO_MAX:
+        memo.clear()
+    parts = []
+    for line in text.split("\n"):
+        escaped = memo.get(line)
+        if escaped is None:
+            escaped = memo[line] = json.encoder.encode_basestring(line)[1:-1]
+        parts.append(escaped)
+    return '"' + "\\n".join(parts) + '"'
 
 
 @dataclass(frozen=True)
@@ -49,10 +68,14 @@ class ChatRequest:
 
         The JSON is byte for byte what ``{"model": model_id, **dataclasses.asdict(self)}``
         (less ``fallbacks``) gives, so every stored call still hits; built directly, as
-        ``asdict`` deep-copies every message (two thirds of the cost; paid once per call).
+        ``asdict`` deep-copies every message (two thirds of the cost; paid once per call),
+        and the messages' text escaped by :func:`_json_text`. Roles are ``ROLES`` words, which
+        JSON writes as they are.
         A field added to the request must be added here (``tests/test_cache.py`` pins both)."""
-        blob = _key_json({"constraint": self.constraint, "max_tokens": self.max_tokens, "messages": self.messages,
-                          "model": model_id, "seed": self.seed, "stop": self.stop, "temperature": self.temperature})
+        head = _key_json({"constraint": self.constraint, "max_tokens": self.max_tokens})
+        tail = _key_json({"model": model_id, "seed": self.seed, "stop": self.stop, "temperature": self.temperature})
+        messages = ", ".join(f'["{role}", {_json_text(content)}]' for role, content in self.messages)
+        blob = f'{head[:-1]}, "messages": [{messages}], {tail[1:]}'
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def chat(self) -> list[dict[str, str]]:

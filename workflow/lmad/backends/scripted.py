@@ -36,6 +36,25 @@ def _digest(*parts) -> int:
     return int(hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()[:12], 16)
 
 
+def _prompt_digest(req: ChatRequest) -> int:
+    """``_digest(prompt, req.seed, req.temperature)`` of the messages joined by newlines, hashed
+    message by message instead of joined first (two copies of the prompt fewer)."""
+    h = hashlib.sha256()
+    for i, (_, content) in enumerate(req.messages):
+        if i:
+            h.update(b"\n")
+        h.update(content.encode())
+    h.update(f"\x00{req.seed}\x00{req.temperature}".encode())
+    return int(h.hexdigest()[:12], 16)
+
+
+def _first_titles(req: ChatRequest, n: int) -> list[str]:
+    """The first ``n`` passage titles of the prompt (its messages joined by newlines), scanned
+    message by message: a title line never spans two messages."""
+    found = (m.group(1) for _, content in req.messages for m in _TITLE.finditer(content))
+    return list(itertools.islice(found, n))
+
+
 def instance_of(schema: dict, pick: int) -> object:
     """A small JSON value valid under a (simple) JSON schema."""
     if "enum" in schema:
@@ -93,13 +112,13 @@ class ScriptedBackend(Backend):
         self._lines: dict[str, int] = {}  # line -> words (_line_words)
 
     def _default(self, req: ChatRequest) -> str:
-        prompt = "\n".join(c for _, c in req.messages)
-        pick = _digest(prompt, req.seed, req.temperature)
+        pick = _prompt_digest(req)
         if req.constraint:
             import json
 
             kind, value = next(iter(req.constraint.items()))
             if kind == "choice" and set(value) == {"correct", "incorrect"} and self.judge_mode != "hash":
+                prompt = "\n".join(c for _, c in req.messages)
                 return {"oracle": _oracle_verdict(prompt), "always_correct": "correct",
                         "always_incorrect": "incorrect", "garbage": "maybe"}[self.judge_mode]
             if kind == "choice":
@@ -107,8 +126,7 @@ class ScriptedBackend(Backend):
             if kind == "json":
                 return json.dumps(instance_of(value, pick))
             raise ValueError("the test double does not synthesize regex constraints")
-        # the first two passage titles are all it picks from: stop the scan there
-        titles = [m.group(1) for m in itertools.islice(_TITLE.finditer(prompt), 2)] or ["unknown"]
+        titles = _first_titles(req, 2) or ["unknown"]  # all it picks from: the scan stops there
         # low temperatures agree on the first passage; higher ones wander
         choice = titles[0] if req.temperature <= 0.3 else titles[pick % min(2, len(titles))]
         return f"The passages mention {titles[0]}.\nSo the answer follows from them.\nAnswer: {choice}"
