@@ -45,8 +45,12 @@ def test_every_debate_method_runs_to_predictions(workdir):
     prompt = workdir / "prompts" / "debate_judge.txt"
     prompt.write_text(prompt.read_text() + "\nBe strict.\n")
     proc = snakemake(workdir, "--dry-run")
-    jobs = re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+wildcards: ([^\n]*)", proc.stdout, flags=re.MULTILINE)
-    rerun = {(rule, re.search(r"debate_method=([\w-]+)", w).group(1) if "debate_method" in w else None)
-             for rule, w in jobs}
+    # one block per planned job, "rule <name>:" up to the next header (a job without wildcards
+    # has no wildcards line: a pattern spanning lines would take the next job's)
+    blocks = re.split(r"^(?:local)?rule (\w+):\n", proc.stdout, flags=re.MULTILINE)[1:]
+    rerun = set()
+    for rule, body in zip(blocks[::2], blocks[1::2]):
+        method = re.search(r"^\s+wildcards: .*debate_method=([\w-]+)", body, flags=re.MULTILINE)
+        rerun.add((rule, method.group(1) if method else None))
     assert {m for rule, m in rerun if rule == "debate_round"} == {"dmad"}
     assert ("debate_predict", None) in rerun  # one predictions job for every debate method
