@@ -114,6 +114,19 @@ def test_the_call_key_equals_the_original_definition_on_any_request(messages, te
         assert r.key(model) == _key_as_it_always_was(r, model)
 
 
+def test_the_key_line_memo_stays_within_its_size(monkeypatch):
+    from lmad.backends import base
+
+    monkeypatch.setattr(base, "_LINE_MEMO_CHARS", 2000)
+    monkeypatch.setattr(base, "_escaped_lines", {})
+    monkeypatch.setattr(base, "_memo_chars", 0)
+    for i in range(300):
+        r = ChatRequest(messages=(("user", f"passage {i % 7} \"quoted\"\nline {i} " + "x" * (i % 50)),))
+        assert r.key("m") == _key_as_it_always_was(r, "m")
+        held = sum(len(k) + len(v) for k, v in base._escaped_lines.items())
+        assert held == base._memo_chars <= 2000
+
+
 def test_resume_after_kill_reissues_only_unfinished_calls(tmp_path):
     calls = []
 

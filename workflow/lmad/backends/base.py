@@ -14,8 +14,9 @@ from typing import Any, Callable, Iterable, Sequence
 ROLES = ("system", "user", "assistant")
 # json.dumps(..., sort_keys=True, ensure_ascii=False) without building an encoder per call
 _key_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
-_LINE_MEMO_MAX = 65536
+_LINE_MEMO_CHARS = 8_000_000  # what the memo may hold (lines + escapes): tens of MB at most
 _escaped_lines: dict[str, str] = {}  # line -> its JSON string escape (no quotes)
+_memo_chars = 0
 
 
 def _json_text(text: str) -> str:
@@ -23,14 +24,18 @@ def _json_text(text: str) -> str:
     kept: a question's passage lines recur in every prompt about it, and escaping them was
     a third of a debate call's cost. JSON escapes character by character and a newline is
     written as the two characters \\n, so the joined result is the same string."""
+    global _memo_chars
     memo = _escaped_lines
-    if len(memo) > _LINE_MEMO_MAX:
-        memo.clear()
     parts = []
     for line in text.split("\n"):
         escaped = memo.get(line)
         if escaped is None:
-            escaped = memo[line] = json.encoder.encode_basestring(line)[1:-1]
+            escaped = json.encoder.encode_basestring(line)[1:-1]
+            _memo_chars += len(line) + len(escaped)
+            if _memo_chars > _LINE_MEMO_CHARS:  # start over rather than track what is oldest
+                memo.clear()
+                _memo_chars = len(line) + len(escaped)
+            memo[line] = escaped
         parts.append(escaped)
     return '"' + "\\n".join(parts) + '"'
 
