@@ -3,7 +3,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The demo's config applies only when the command line names no --configfile: a user's own
+# config stands alone, and an overlay names the config it extends
+# (--configfile config/config.yaml config/truemad.yaml).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"

@@ -34,7 +34,7 @@ def run(mode: str, root: Path) -> dict:
     args = []
     if MODES[mode] is not None:  # config/vllm-cpu.yaml, served or not
         (work / "override.yaml").write_text(yaml.safe_dump({"models": {"smollm2-135m-vllm": {"serve": MODES[mode]}}}))
-        args = ["--configfile", "config/vllm-cpu.yaml", "override.yaml"]
+        args = ["--configfile", "config/config.yaml", "config/vllm-cpu.yaml", "override.yaml"]
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "2",
                            *args], cwd=work, capture_output=True,

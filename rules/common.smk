@@ -1,11 +1,12 @@
 import os
 import re
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from lmad import layout
 from lmad.layout import shard_name, shard_names
-from lmad.config_checks import check_config, check_method_names
+from lmad.config_checks import check_config, check_method_names, schema_error
 from lmad.data.loaders import dataset_type, resolve_path
 from lmad.job_resources import model_sizing
 from lmad.protocols.debate import setting_of
@@ -21,7 +22,11 @@ from lmad.smk import code_hash
 # of a job.
 
 check_method_names(config)  # before the schema, whose error would list every method name
-validate(config, schema="../config/schema/config.schema.yaml")
+try:
+    validate(config, schema="../config/schema/config.schema.yaml")
+except WorkflowError:
+    raise WorkflowError(schema_error(config, os.path.join(workflow.basedir, "config/schema/config.schema.yaml"))
+                        or "config does not match config/schema/config.schema.yaml") from None
 # locks left by a killed run of this directory are removed, a live run's never (README "Resume after a kill")
 guard_workflow(workflow)
 check_config(config, allow_test_double=os.environ.get("LMAD_ALLOW_TEST_DOUBLE") == "1")

@@ -29,6 +29,8 @@ FAULTS = {
     "a list": (200, b'[1, 2]'),
     "tokens a word": (200, b'{"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": "many"}}'),
     "not json": (200, b'<html>bad gateway</html>'),
+    # a 200 with no text and no refusal is a glitch, never an (empty) answer
+    "null content": (200, b'{"choices": [{"message": {"content": null}, "finish_reason": "stop"}]}'),
 }
 TIMEOUT_S = 0.4
 
@@ -55,6 +57,9 @@ class FaultServer:
                 if fault == "timeout":
                     time.sleep(TIMEOUT_S * 3)
                     fault = GOOD  # too late: the client has given up
+                if fault == "refusal":
+                    return self._send(200, b'{"choices": [{"message": {"content": null, "refusal": "I cannot help '
+                                           b'with that."}, "finish_reason": "stop"}]}')
                 if fault != GOOD:
                     return self._send(*FAULTS[fault])
                 time.sleep(server.delay_s)
@@ -123,6 +128,14 @@ def test_a_fault_that_persists_raises_one_named_error(serve, fault):
     # one error, not a chain of a raw JSONDecodeError and "no running event loop"
     assert err.value.__cause__ is None and err.value.__context__ is None
     assert "During handling" not in "".join(traceback.format_exception(err.value))
+
+
+def test_a_refusal_is_recorded_as_a_refusal_and_not_retried(serve, tmp_path):
+    server = serve(["refusal"])
+    [out] = open_backend(spec(server), tmp_path).generate([req("q")])
+    assert (out.text, out.finish_reason) == ("", "refusal") and len(server.seen) == 1
+    again = open_backend(spec(server), tmp_path)
+    assert again.generate([req("q")])[0].finish_reason == "refusal" and again.hits == 1 and len(server.seen) == 1
 
 
 def test_a_lone_surrogate_is_sanitized_and_stored(serve, tmp_path):

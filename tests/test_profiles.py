@@ -51,8 +51,7 @@ def model_of(rule, wildcards, config):
 def paper_plan():
     """The brief's command: the paper config under the SLURM profile (dry run)."""
     config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
-    jobs = planned_jobs("--profile", str(SLURM_PROFILE), "--configfile", "config/paper.yaml",
-                        "--replace-workflow-config")
+    jobs = planned_jobs("--profile", str(SLURM_PROFILE), "--configfile", "config/paper.yaml")
     return config, jobs
 
 

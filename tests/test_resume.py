@@ -1,6 +1,7 @@
 """Resume in one step after ``kill -9``: the whole process group of a scripted-backend run of
 CoT, SC, LMAD and MAD is killed at seeded points (counted in model calls); the README's local
-command (the default profile: rerun-incomplete, stale locks of the dead run cleared) then
+command (no profile named: the workflow's own profiles/default sets rerun-incomplete; stale
+locks of the dead run cleared) then
 completes, re-issues no call the store had finished, and writes the tables of an
 uninterrupted run."""
 import os
@@ -15,14 +16,13 @@ import pytest
 
 from conftest import REPO, make_config, scripted_model, stored_calls
 
-PROFILE = REPO / "workflow" / "profiles" / "default"
 MODEL = "oracle"
-MODEL_ID = "oracle@test-double"  # lmad.backends.backend_identity of the entry below
+MODEL_ID = "oracle@test-double|scripted"  # lmad.backends.backend_identity of the entry below
 
 
 def command(workdir):
     """README "Resume after a kill": the same command as the first run."""
-    return [sys.executable, "-m", "snakemake", "--profile", str(PROFILE), "--snakefile", str(REPO / "Snakefile"),
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
             "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2"]
 
 

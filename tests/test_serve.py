@@ -65,12 +65,13 @@ def test_one_server_per_model_reused_replaced_and_stopped(fake_vllm_env):
     record = json.loads((serve.SERVE_DIR / "smol.json").read_text())
 
     # the client: an OpenAI-compatible backend under the entry's own cache identity
-    from lmad.backends import backend_identity, make_backend
+    from lmad.backends import backend_identity, make_backend, weights_identity
     from lmad.backends.base import ChatRequest
 
     full = {**spec, "backend": "vllm", "serve": True}
     client = make_backend(full)
-    assert client.model_id == backend_identity(full) == backend_identity({**full, "serve": False})
+    assert client.model_id == weights_identity(full)   # what the offline engine reports of itself
+    assert backend_identity(full) == backend_identity({**full, "serve": False})   # one cache for both
     reply = client.generate([ChatRequest(messages=(("user", "[1] Paris: capital. Which city?"),))])[0]
     assert reply.text and reply.finish_reason in ("stop", "length")
     assert starts(log) == 1

@@ -8,6 +8,22 @@ from .registry import method
 from .societies import configured_size, size_key
 
 
+def schema_error(config: dict, schema_file: str) -> str | None:
+    """The schema's most relevant complaint about ``config`` as one line naming the key, or None.
+    (Snakemake's own message prints the whole schema, hundreds of lines, around it.)"""
+    import jsonschema
+    import yaml
+
+    with open(schema_file) as fh:
+        schema = yaml.safe_load(fh)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    best = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if best is None:
+        return None
+    where = ".".join(str(p) for p in best.absolute_path) or "(top level)"
+    return f"config {where}: {best.message[:500]}"
+
+
 def check_method_names(config: dict) -> None:
     """Run before the schema: a method name the registry lacks fails with why (an unknown society,
     a society on a method that does not debate), not with the schema's list of every name."""

@@ -60,6 +60,9 @@ def server_argv(spec: dict[str, Any], host: str, port: int, on_cpu: bool) -> lis
     argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", spec["model"],
             "--served-model-name", spec["name"], "--host", host, "--port", str(port),
             "--seed", str(spec.get("seed", 0)),
+            # vLLM's neutral sampling defaults, not the model's generation_config.json: a served
+            # reply must equal the offline engine's (they share one cache identity)
+            "--generation-config", "vllm",
             "--tensor-parallel-size", str(spec.get("tensor_parallel_size", 1))]
     dtype = spec.get("dtype", "auto")
     if on_cpu:
@@ -328,14 +331,15 @@ def stop_all(serve_dir: Path = SERVE_DIR) -> list[str]:
 
 
 def served_backend(spec: dict[str, Any], identity: str):
-    """The OpenAI-compatible client for a served model, under the entry's own cache identity."""
+    """The OpenAI-compatible client for a served model, under the entry's weights identity."""
+    from .backends.identity import sampling_of
     from .backends.openai_backend import OpenAIBackend
 
     url = ensure_server(spec, spec.get("server_resources"))
     backend = OpenAIBackend(spec["name"], model=spec["name"], base_url=url,
                             max_concurrency=int(spec.get("max_concurrency", 64)),
-                            chat_template_kwargs=spec.get("chat_template_kwargs"))
-    backend.model_id = identity   # same as the offline engine: the cache is shared
+                            chat_template_kwargs=spec.get("chat_template_kwargs"), sampling=sampling_of(spec))
+    backend.model_id = identity   # the offline engine's weights identity: the cache is shared
     return backend
 
 

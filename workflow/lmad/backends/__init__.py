@@ -6,9 +6,10 @@ from typing import Any
 
 from .base import Backend, ChatRequest, Completion
 from .cache import CachedBackend
-from .model_files import model_identity, template_identity
+from .identity import backend_identity, weights_identity
 
-__all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "make_backend", "open_backend",
+__all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "weights_identity", "make_backend",
+           "open_backend",
            "run_stats"]
 
 
@@ -22,7 +23,7 @@ def make_backend(spec: dict[str, Any]) -> Backend:
     if kind == "vllm" and spec.get("serve"):  # one server per run, the stage jobs as its clients
         from ..serve import served_backend
 
-        return served_backend(spec, backend_identity(spec))
+        return served_backend(spec, weights_identity(spec))
     kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "cache_chunk", "resources")}
     if kind == "vllm":  # further engine arguments (config schema: engine_kwargs)
         kwargs = {k: v for k, v in kwargs.items() if k not in SERVE_KEYS}
@@ -46,25 +47,6 @@ def make_backend(spec: dict[str, Any]) -> Backend:
 
         return ScriptedBackend(**kwargs)
     raise ValueError(f"unknown backend {kind!r} (expected transformers, vllm, openai or scripted)")
-
-
-def backend_identity(spec: dict[str, Any]) -> str:
-    """The model identity in cache keys, computed without loading the model: name, weights
-    fingerprint and the model's ``chat_template_kwargs`` (they change the rendered prompt)."""
-    from .perturb import perturb_suffix
-
-    return _identity(spec) + perturb_suffix(spec.get("perturb"))
-
-
-def _identity(spec: dict[str, Any]) -> str:
-    kwargs = spec.get("chat_template_kwargs")
-    if spec["backend"] == "scripted":
-        from .scripted import scripted_identity
-
-        return template_identity(scripted_identity(spec.get("name", "scripted"), spec.get("judge_mode", "hash")), kwargs)
-    if spec["backend"] == "openai":  # a served model: only a configured revision fingerprints it
-        return template_identity(model_identity(spec["name"], None, spec.get("revision")), kwargs)
-    return template_identity(model_identity(spec["name"], spec.get("model"), spec.get("revision")), kwargs)
 
 
 # Requests per backend call. Durability no longer depends on it (each call is stored as
@@ -98,6 +80,6 @@ def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size:
     kind = "openai" if spec.get("serve") else spec["backend"]  # a served model's jobs are clients
     chunk = chunk_size or spec.get("cache_chunk") or CHUNK_BY_BACKEND[kind]
     backend = CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk,
-                            context_window=spec.get("max_model_len"))
+                            context_window=spec.get("max_model_len"), weights_id=weights_identity(spec))
     OPENED.append(backend)
     return backend

@@ -25,7 +25,7 @@ Layout: ``<root>/<model>/<host>-<pid>-<random>.calls.jsonl``, one **segment** pe
 A line (ASCII: ``ensure_ascii`` escapes everything else)::
 
     {"key": <sha256 of the request>, "text": str, "prompt_tokens": int, "completion_tokens": int,
-     "finish_reason": "stop"|"length", "sanitized": bool, "sha256": <checksum>}
+     "finish_reason": "stop"|"length"|"refusal", "sanitized": bool, "sha256": <checksum>}
 
 The old one-JSON-file-per-call store (``<model>/<xx>/<key>.json``) is not read; a backend
 that finds one says so and ``python -m lmad.backends.cache migrate <cache_dir>`` imports it.
@@ -171,7 +171,7 @@ def decode_entry(line: bytes, key: str) -> Completion:
     for f in ("prompt_tokens", "completion_tokens"):
         if not _is_count(data[f]):
             raise ValueError(f"{f} is {data[f]!r}, not a count")
-    if data["finish_reason"] not in ("stop", "length"):
+    if data["finish_reason"] not in ("stop", "length", "refusal"):
         raise ValueError(f"finish_reason {data['finish_reason']!r}")
     if type(data["sanitized"]) is not bool:
         raise ValueError(f"sanitized is {data['sanitized']!r}")
@@ -398,12 +398,14 @@ class CachedBackend(Backend):
     calls are all cached (or that has nothing to do) never loads a model."""
 
     def __init__(self, factory: Callable[[], Backend], model_id: str, root: str | os.PathLike,
-                 chunk_size: int = 16, context_window: int | None = None):
+                 chunk_size: int = 16, context_window: int | None = None, weights_id: str | None = None):
         if chunk_size < 1:
             raise ValueError("cache chunk_size must be >= 1")
         self.factory = factory
         self._inner: Backend | None = None
         self.model_id = model_id
+        # what the backend reports of itself: the weights part of the identity (backends.identity)
+        self.weights_id = model_id if weights_id is None else weights_id
         self.root = Path(root) / _safe(model_id)
         self.store = CallStore(self.root)
         self.chunk_size = chunk_size
@@ -414,6 +416,13 @@ class CachedBackend(Backend):
         self.context_window = context_window  # config max_model_len; else the backend's own
         self.shortened = 0  # requests sent with distractor paragraphs dropped
         self.overflow = 0  # requests failed before the call: too long even so
+        old = Path(root) / _safe(self.weights_id)
+        if weights_id is not None and old != self.root and any(old.glob("*" + SEGMENT_SUFFIX)):
+            # the identity had no backend settings then: those calls may come from another dtype,
+            # quantization or sampling, so they are never served under the new one
+            log.warning("%s holds calls stored before a model's backend settings were part of its cache identity; "
+                        "they are not served (this run's identity is %s). Delete that folder once it is no "
+                        "longer needed.", old, model_id)
         legacy = _legacy_files(self.root)
         if legacy:
             log.warning("%s holds %d calls in the old one-file-per-call layout, which is not read; import them "
@@ -498,9 +507,9 @@ class CachedBackend(Backend):
     def inner(self) -> Backend:
         if self._inner is None:
             self._inner = self.factory()
-            if self._inner.model_id != self.model_id:
+            if self._inner.model_id != self.weights_id:
                 raise RuntimeError(f"backend reports model id {self._inner.model_id!r}, "
-                                   f"expected {self.model_id!r}")
+                                   f"expected {self.weights_id!r}")
         return self._inner
 
     def next_token_logprobs(self, requests: Sequence[ChatRequest], options: Sequence[str]) -> list[list[float]]:

@@ -75,7 +75,8 @@ class _BadReply(ValueError):
     """A 200 reply that is not a chat completion (retried like a transport failure)."""
 
 
-def request_body(model: str, req: ChatRequest, chat_template_kwargs: dict | None = None) -> dict[str, Any]:
+def request_body(model: str, req: ChatRequest, chat_template_kwargs: dict | None = None,
+                 sampling: dict | None = None) -> dict[str, Any]:
     """The JSON body sent for one request (see the module docstring)."""
     body: dict[str, Any] = {
         "model": model,
@@ -87,6 +88,8 @@ def request_body(model: str, req: ChatRequest, chat_template_kwargs: dict | None
     }
     if req.stop:
         body["stop"] = list(req.stop)
+    # config models.<name>.sampling; top_k, min_p and repetition_penalty are vLLM's extensions
+    body.update(sampling or {})
     if chat_template_kwargs:  # vLLM server extension, e.g. {"enable_thinking": false}
         body["chat_template_kwargs"] = dict(chat_template_kwargs)
     if req.constraint:
@@ -119,7 +122,8 @@ def _server_message(resp) -> str:
 class OpenAIBackend(Backend):
     def __init__(self, name: str, model: str, base_url: str, api_key_env: str = "OPENAI_API_KEY",
                  revision: str | None = None, max_concurrency: int = 16, timeout_s: float = 600,
-                 max_retries: int = 5, backoff_s: float = 1.0, chat_template_kwargs: dict | None = None):
+                 max_retries: int = 5, backoff_s: float = 1.0, chat_template_kwargs: dict | None = None,
+                 sampling: dict | None = None):
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
         if max_retries < 0:
@@ -128,6 +132,7 @@ class OpenAIBackend(Backend):
         # A served model name is not a local folder: identity is name (+ revision).
         self.model_id = template_identity(model_identity(name, None, revision), chat_template_kwargs)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.sampling = dict(sampling or {})
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.api_key_env = api_key_env
         self.max_concurrency = max_concurrency
@@ -189,7 +194,7 @@ class OpenAIBackend(Backend):
 
     async def _call(self, client, req: ChatRequest) -> Completion:
         httpx = _httpx()
-        body = request_body(self.model, req, self.chat_template_kwargs)
+        body = request_body(self.model, req, self.chat_template_kwargs, self.sampling)
         last = ""
         for attempt in range(self.max_retries + 1):
             delay = self.backoff_s * (2 ** attempt)
@@ -243,12 +248,16 @@ class OpenAIBackend(Backend):
         except (KeyError, IndexError, TypeError, AttributeError):
             raise _BadReply(f"not a chat completion: {str(data)[:300]}") from None
         if text is None:
-            text = ""  # a reply with no content (e.g. only a refusal field): empty, as the API means it
+            refusal = choice["message"].get("refusal") if isinstance(choice["message"], dict) else None
+            if not isinstance(refusal, str) or not refusal:
+                # a glitch, not an answer: retried like any broken envelope, never stored
+                raise _BadReply(f"null content and no refusal: {str(choice)[:300]}")
+            text, finish = "", "refusal"  # a refusal is recorded as one (finish_reason "refusal")
         if not isinstance(text, str) or not isinstance(finish, str):
             raise _BadReply(f"content or finish_reason of the wrong type: {str(choice)[:300]}")
         if not all(type(t) is int and t >= 0 for t in tokens):
             raise _BadReply(f"usage token counts are not counts: {usage!r}"[:300])
-        if finish not in ("stop", "length"):
+        if finish not in ("stop", "length", "refusal"):
             # "tool_calls", "content_filter", "abort": not a clean stop, not truncation.
             finish = "stop" if finish == "tool_calls" else "error"
         return Completion(text=text, prompt_tokens=tokens[0], completion_tokens=tokens[1], finish_reason=finish)

@@ -103,7 +103,7 @@ class VLLMBackend(Backend):
                  tensor_parallel_size: int = 1, max_model_len: int | None = None,
                  gpu_memory_utilization: float = 0.85, enforce_eager: bool = False,
                  enable_prefix_caching: bool = True, seed: int = 0, chat_template_kwargs: dict | None = None,
-                 **engine_kwargs):
+                 sampling: dict | None = None, **engine_kwargs):
         import vllm
         from vllm import sampling_params
         from vllm.platforms import current_platform
@@ -111,6 +111,7 @@ class VLLMBackend(Backend):
         self.model_id = template_identity(model_identity(name, model, revision), chat_template_kwargs)
         # options of the model's chat template, e.g. {"enable_thinking": false} for Qwen3
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.sampling = dict(sampling or {})  # config models.<name>.sampling: top_p, top_k, ...
         self.on_cpu = bool(current_platform.is_cpu())
         if self.on_cpu:
             dtype, filled = cpu_defaults(dtype)
@@ -184,6 +185,7 @@ class VLLMBackend(Backend):
             max_tokens=req.max_tokens,
             seed=req.seed,
             stop=list(req.stop) or None,
+            **self.sampling,
             **self._structured.kwargs(req.constraint),
         )
 

@@ -1,0 +1,106 @@
+"""The cache identity holds every setting that can change a reply and none that cannot: a
+changed dtype, quantization, backend, context length or sampling setting re-issues the calls;
+a changed concurrency, batch size, thread count or timeout re-issues none."""
+import logging
+
+import pytest
+
+from conftest import scripted_model
+from lmad.backends import ChatRequest, backend_identity, open_backend
+
+BASE = {
+    "transformers": {"name": "m", "backend": "transformers", "model": "/nonexistent/m", "dtype": "float32"},
+    "vllm": {"name": "m", "backend": "vllm", "model": "/nonexistent/m", "dtype": "auto"},
+    "openai": {"name": "m", "backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
+    "scripted": {"name": "m", **scripted_model("m")},
+}
+
+CHANGES_A_REPLY = [
+    ("transformers", {"dtype": "bfloat16"}),
+    ("transformers", {"max_model_len": 2048}),
+    ("vllm", {"dtype": "bfloat16"}),
+    ("vllm", {"engine_kwargs": {"quantization": "awq"}}),
+    ("vllm", {"engine_kwargs": {"kv_cache_dtype": "fp8"}}),
+    ("vllm", {"tensor_parallel_size": 2}),
+    ("vllm", {"max_model_len": 4096}),
+    ("vllm", {"sampling": {"top_p": 0.9}}),
+    ("vllm", {"sampling": {"repetition_penalty": 1.05}}),
+    ("openai", {"sampling": {"top_k": 20}}),
+    ("openai", {"sampling": {"presence_penalty": 0.5}}),
+    ("scripted", {"sampling": {"min_p": 0.05}}),
+    ("scripted", {"max_model_len": 512}),
+    ("transformers", {"chat_template_kwargs": {"enable_thinking": False}}),
+]
+
+CHANGES_NOTHING = [
+    ("transformers", {"batch_size": 4}),
+    ("transformers", {"threads": 1}),
+    ("transformers", {"cache_chunk": 3}),
+    ("vllm", {"max_concurrency": 4}),
+    ("vllm", {"serve": True}),
+    ("vllm", {"gpu_memory_utilization": 0.5}),
+    ("vllm", {"enable_prefix_caching": False}),
+    ("vllm", {"engine_kwargs": {"max_num_seqs": 8, "max_num_batched_tokens": 4096}}),
+    ("openai", {"max_concurrency": 2, "timeout_s": 5, "max_retries": 1, "backoff_s": 0.1}),
+    ("openai", {"base_url": "http://127.0.0.1:10/v1"}),
+    ("vllm", {"sampling": {"top_p": 1.0, "top_k": -1}}),   # the neutral values
+]
+
+
+@pytest.mark.parametrize("kind,change", CHANGES_A_REPLY)
+def test_a_setting_that_changes_a_reply_changes_the_identity(kind, change):
+    assert backend_identity({**BASE[kind], **change}) != backend_identity(BASE[kind])
+
+
+@pytest.mark.parametrize("kind,change", CHANGES_NOTHING)
+def test_a_setting_that_cannot_change_a_reply_leaves_the_identity(kind, change):
+    assert backend_identity({**BASE[kind], **change}) == backend_identity(BASE[kind])
+
+
+def test_the_backend_kind_is_part_of_the_identity():
+    same_weights = [{**BASE["transformers"], "model": "/nonexistent/m"},
+                    {**BASE["vllm"], "model": "/nonexistent/m", "dtype": "float32"}]
+    assert len({backend_identity(s) for s in same_weights}) == 2
+
+
+def test_a_missing_dtype_is_the_backends_default():
+    spec = {k: v for k, v in BASE["transformers"].items() if k != "dtype"}
+    assert backend_identity(spec) == backend_identity(BASE["transformers"])
+
+
+def requests():
+    return [ChatRequest(messages=(("user", f"q{i}"),), temperature=0.5, seed=i, max_tokens=8) for i in range(5)]
+
+
+def issued(spec, cache):
+    backend = open_backend(spec, cache)
+    backend.generate(requests())
+    return backend.misses
+
+
+@pytest.mark.parametrize("change", [{"sampling": {"top_p": 0.8}}, {"max_model_len": 4096}])
+def test_changing_an_identity_setting_reissues_every_call(tmp_path, change):
+    spec = BASE["scripted"]
+    assert issued(spec, tmp_path) == 5 and issued(spec, tmp_path) == 0
+    assert issued({**spec, **change}, tmp_path) == 5
+
+
+def test_changing_the_chunk_size_reissues_none(tmp_path):
+    spec = BASE["scripted"]
+    assert issued(spec, tmp_path) == 5
+    assert issued({**spec, "cache_chunk": 2}, tmp_path) == 0
+
+
+def test_a_store_of_the_old_identity_is_named_and_never_served(tmp_path, caplog):
+    """Before backend settings were part of the identity, a model's calls lived under its
+    weights identity alone (e.g. ``m@test-double``): possibly another dtype's replies."""
+    from lmad.backends.cache import CachedBackend
+    from lmad.backends.scripted import ScriptedBackend
+
+    inner = ScriptedBackend("m", responder=None)
+    old = CachedBackend(lambda: inner, inner.model_id, tmp_path)   # how the old identity stored them
+    old.generate(requests())
+    old.close()
+    with caplog.at_level(logging.WARNING):
+        assert issued(BASE["scripted"], tmp_path) == 5
+    assert "not served" in caplog.text and str(tmp_path / "m_test-double") in caplog.text
