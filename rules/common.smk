@@ -207,7 +207,7 @@ def dataset_spec(name):
 def dataset_source(wildcards):
     """The dataset's local files, resolved as the stage loads them (relative to the checkout)."""
     spec = config["datasets"][wildcards.dataset]
-    files = [spec["path"]] if spec.get("source", "jsonl") == "jsonl" else []
+    files = [spec["path"]] if spec.get("source", "jsonl") in ("jsonl", "local") else []
     files += [spec["aliases_path"]] if spec.get("aliases_path") else []
     return [str(resolve_path(f, workflow.basedir)) for f in files]
 

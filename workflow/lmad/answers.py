@@ -307,10 +307,19 @@ def canonical_yes_no(s: str) -> str | None:
     return None
 
 
+# canonical answers of the number and expression types (``answer_types.canonical``): "-3",
+# "1/2", "\\sqrt{2}", "x^{2}+1". Punctuation is their meaning, so they are their own key.
+_TYPED_CANONICAL = re.compile(r"-?\d+(?:/\d+)?|.*[\\^{}].*")
+
+
 def normalize_answer(s: str) -> str:
     """The key answers are grouped by (votes, agreement): the official HotpotQA
     normalization.  Yes/no canonicalization happens earlier, at extraction, and only
-    for yes/no questions, so "Yes, Minister" stays an entity here."""
+    for yes/no questions, so "Yes, Minister" stays an entity here.  A canonical number or
+    LaTeX expression (what extraction gives on math tasks) is its own key: the official
+    normalization would make "-3" equal "3" and "1/2" equal "12"."""
+    if _TYPED_CANONICAL.fullmatch(s):
+        return s
     return normalize_hotpot(s)
 
 

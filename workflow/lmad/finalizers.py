@@ -31,7 +31,7 @@ from typing import Sequence
 from .answers import majority_vote, normalize_answer
 from .backends import ChatRequest
 from .model_json import load_model_json
-from .prompts import Prompt, format_context
+from .prompts import Prompt, question_fields
 from .protocols.lmad.commit_guard import find_quote
 
 FINALIZERS = ("vote", "vote_judge", "lvd")
@@ -76,8 +76,7 @@ def judge_schema(options: Sequence[str]) -> dict:
 
 def judge_request(prompt: Prompt, question: dict, options: Sequence[str], max_tokens: int) -> ChatRequest:
     listed = "\n".join(f"- {o}" for o in options)
-    return ChatRequest(messages=prompt.render(context=format_context(question["context"]),
-                                              question=question["question"], candidates=listed),
+    return ChatRequest(messages=prompt.render(**question_fields(question), candidates=listed),
                        temperature=0.0, max_tokens=max_tokens, seed=0, constraint=judge_schema(options))
 
 
@@ -88,8 +87,7 @@ def verifier_schema() -> dict:
 
 
 def verify_request(prompt: Prompt, question: dict, candidate: str, max_tokens: int) -> ChatRequest:
-    return ChatRequest(messages=prompt.render(context=format_context(question["context"]),
-                                              question=question["question"], candidate=candidate),
+    return ChatRequest(messages=prompt.render(**question_fields(question), candidate=candidate),
                        temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"json": verifier_schema()})
 
 

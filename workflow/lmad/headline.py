@@ -24,9 +24,12 @@ METRICS = {
 
 
 def score_expr(metric: str) -> pl.Expr:
-    """Per-prediction 0..1 score of a metric; an unscored judge reply is incorrect."""
+    """Per-prediction 0..1 score of a metric; an unscored judge reply is incorrect. A prediction
+    scored by its answer type's rule (numbers, expressions, letters) is never sent to the judge:
+    its judge score is the rule's."""
     if metric == "judge":
-        return pl.col("judge_correct").fill_null(0.0)
+        return (pl.when(pl.col("judge_verdict") == "rule").then(pl.col("correct").cast(pl.Float64))
+                .otherwise(pl.col("judge_correct").fill_null(0.0)))
     return pl.col(metric)
 
 

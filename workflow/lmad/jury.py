@@ -22,14 +22,13 @@ from typing import Iterable, Mapping, Sequence
 from .backends import ChatRequest
 from .disagreement.pushback import _rival
 from .judge_battery import per_dataset_sample
-from .prompts import Prompt, format_context
+from .prompts import Prompt, question_fields
 
 CHOICES = ("1", "2", "tie")
 
 
 def jury_request(prompt: Prompt, question: dict, first: str, second: str, max_tokens: int) -> ChatRequest:
-    return ChatRequest(messages=prompt.render(context=format_context(question["context"]),
-                                              question=question["question"], first=first.strip() or "(empty)",
+    return ChatRequest(messages=prompt.render(**question_fields(question), first=first.strip() or "(empty)",
                                               second=second.strip() or "(empty)"),
                        temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"choice": list(CHOICES)})
 

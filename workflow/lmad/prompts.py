@@ -14,6 +14,8 @@ from pathlib import Path
 from string import Template
 from typing import Sequence
 
+from .answer_types import ANSWER_LINES, answer_instruction
+
 _SECTION = re.compile(r"^### (system|user)\s*$", re.MULTILINE)
 
 
@@ -90,3 +92,47 @@ def format_committed(nodes: Sequence[str]) -> str:
         return ""
     lines = "\n".join(f"- {n}" for n in nodes)
     return f"Established facts (already verified; build on them, do not re-argue them):\n{lines}\n\n"
+
+
+# How a template names the task where its text depends on the task family: questions with
+# passages (the multi-hop sets, StrategyQA's facts) read exactly as the multi-hop prompts always
+# did; the others have no passages block and name their own task and evidence.
+_TASK_TEXT = {
+    "passages": ("multi-hop questions using the given passages", "multi-hop questions from the given passages",
+                 "using only facts from the passages"),
+    "numeric": ("math word problems by careful calculation", "math word problems", "checking every calculation"),
+    "math": ("competition math problems", "competition math problems", "checking every step of the derivation"),
+    "choice": ("multiple-choice questions", "multiple-choice questions", "using only facts you are sure of"),
+    "opinion": ("survey questions by choosing one of the options", "survey questions", "giving your honest reasons"),
+}
+_ANSWER_FORM = {"numeric": "<number>", "math": "<final answer>", "choice": "<letter>", "opinion": "<letter>"}
+
+
+def question_text(question: dict) -> str:
+    """The question as the model reads it: a choice question lists its options, lettered."""
+    choices = question.get("choices") or []
+    if not choices:
+        return question["question"]
+    return question["question"] + "\n" + "\n".join(f"({chr(65 + i)}) {c}" for i, c in enumerate(choices))
+
+
+def question_fields(question: dict, context: Sequence[dict] | None = None) -> dict[str, str]:
+    """The fields every template may use about its question: ``passages`` (the numbered
+    paragraphs under a heading, or nothing when the question has none), ``context``, the
+    question with its options, the task's wording (``task_intro``, ``task_debate``,
+    ``evidence_rule``) and the answer format (``answer_line``, ``answer_form``) of its answer
+    type. ``context`` replaces the question's paragraphs (distractors dropped to fit a window)."""
+    from .solver import answer_type  # solver renders through this module
+
+    context = question["context"] if context is None else context
+    kind = question.get("answer_type") or "span"
+    family = "passages" if context or kind in ("span", "yes_no") else kind
+    intro, debate, evidence = _TASK_TEXT[family]
+    text = format_context(context)
+    if kind in ("span", "yes_no"):
+        line, form = ANSWER_LINES[answer_type(question)], "<short answer>"
+    else:
+        line, form = answer_instruction(kind, len(question.get("choices") or [])), _ANSWER_FORM[kind]
+    return {"context": text, "passages": f"Passages:\n{text}\n\n" if context else "", "question": question_text(question),
+            "task_intro": intro, "task_debate": debate, "evidence_rule": evidence, "answer_line": line,
+            "answer_form": form}

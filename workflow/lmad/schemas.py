@@ -58,7 +58,9 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
     "judgments": (pl.Schema([
         ("qid", _str), ("dataset", _str), ("method", _str), ("prediction", _str), ("gold", _str), ("aliases", _strs),
         ("judge_model", _str), ("judge_verdict", _str), ("judge_correct", _f64), ("judge_raw", _str),
-        ("em", _f64), ("f1", _f64), *_CALL,
+        # correct: the answer type's own decision (official EM > 0 for spans and yes/no; numeric, expression
+        # or letter equivalence otherwise, judge_verdict "rule"; null where there is no gold, as for opinions)
+        ("correct", _bool), ("em", _f64), ("f1", _f64), *_CALL,
     ]), ["method", "qid"]),
     # one known-answer battery item judged by the run's judge (rule judge_validation): expected = a
     # correct judge says "correct"; kind = how the candidate was made (lmad.judge_battery)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable, Sequence
 
+from .answer_types import canonical
+from .answer_types import extract as extract_typed
 from .answers import extract_answer, is_yes_no_question, normalize_answer
 from .backends import Backend, ChatRequest
-from .prompts import Prompt, format_committed, format_context
+from .prompts import Prompt, format_committed, question_fields
 
 
 def derive_seed(base: int, *parts) -> int:
@@ -20,10 +22,6 @@ def derive_seed(base: int, *parts) -> int:
     return int(hashlib.sha256(blob).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
-ANSWER_LINES = {
-    "yes/no": 'Then finish with a last line of the form "Answer: yes" or "Answer: no".',
-    "short": 'Then finish with a last line of the form "Answer: <short answer>".',
-}
 
 
 def answer_type(question: dict) -> str:
@@ -36,9 +34,7 @@ def answer_type(question: dict) -> str:
 def solver_request(prompt: Prompt, question: dict, temperature: float, seed: int, max_tokens: int,
                    committed: Sequence[str] = ()) -> ChatRequest:
     def build(context: Sequence[dict], fallbacks=()) -> ChatRequest:
-        messages = prompt.render(context=format_context(context), question=question["question"],
-                                 committed=format_committed(committed),
-                                 answer_line=ANSWER_LINES[answer_type(question)])
+        messages = prompt.render(**question_fields(question, context), committed=format_committed(committed))
         return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed,
                            fallbacks=fallbacks)
 
@@ -72,17 +68,46 @@ def job_yes_no(question: dict) -> bool:
     return is_yes_no_question(question["question"], question["benchmark"])
 
 
+#: how a question's replies are read: (answer type, read as yes/no, option texts)
+Reader = tuple[str, bool, tuple[str, ...]]
+SPAN_READER: Reader = ("span", False, ())
+
+
+def reader_of(question: dict) -> Reader:
+    """The reading of this question's replies: its answer type (span for the multi-hop sets),
+    yes/no for a yes/no question, and the options a choice question lists."""
+    kind = question.get("answer_type") or "span"
+    if kind in ("span", "yes_no"):
+        return ("span", job_yes_no(question), ())
+    return (kind, False, tuple(question.get("choices") or ()))
+
+
+def read_answer(text: str, reader: Reader = SPAN_READER) -> tuple[str, str]:
+    """(answer, the form it was found in) of a reply, by the question's answer type; never raises."""
+    kind, yes_no, choices = reader
+    if kind == "span":
+        return extract_answer(text, yes_no=yes_no)
+    return extract_typed(text, kind, n_choices=len(choices), choices=choices)
+
+
+def answer_key(answer: str, reader: Reader = SPAN_READER) -> str:
+    """The key answers are grouped by: the official normalization for spans, the canonical form
+    of the answer type otherwise (so 1/2 and 0.5, (B) and B, share one key)."""
+    return normalize_answer(answer) if reader[0] == "span" else canonical(answer, reader[0])
+
+
 def sample_rows(backend: Backend, jobs: Iterable[dict]) -> list[dict]:
     """Run solver jobs as ONE batch. A job is a ``samples`` row's identity columns
-    (qid, stage, round, agent, temperature, seed) plus its ``request`` and ``yes_no`` (the
-    question asks for yes or no: see :func:`job_yes_no`)."""
+    (qid, stage, round, agent, temperature, seed) plus its ``request`` and ``reader`` (how its
+    question's replies are read: :func:`reader_of`)."""
     jobs = list(jobs)
     completions = backend.generate([j["request"] for j in jobs])
     rows = []
     for job, c in zip(jobs, completions):
-        answer, method = extract_answer(c.text, yes_no=job.get("yes_no", False))
-        rows.append({k: v for k, v in job.items() if k not in ("request", "yes_no")} | {
-            "response": c.text, "answer": answer, "answer_norm": normalize_answer(answer),
+        reader = job.get("reader", SPAN_READER)
+        answer, method = read_answer(c.text, reader)
+        rows.append({k: v for k, v in job.items() if k not in ("request", "reader")} | {
+            "response": c.text, "answer": answer, "answer_norm": answer_key(answer, reader),
             "answer_method": method, "prompt_tokens": c.prompt_tokens,
             "completion_tokens": c.completion_tokens, "finish_reason": c.finish_reason, "cached": c.cached,
         })

@@ -25,7 +25,7 @@ def summarize(backbone: str, judged: pl.DataFrame, preds: pl.DataFrame) -> pl.Da
         pl.col("completion_tokens").mean().cast(pl.Float64).alias("completion_tokens_per_q"))
     # judge accuracy over ALL predictions: an unscored reply is an incorrect decision
     acc = judged.group_by("dataset", "method").agg(
-        pl.len().alias("n"), pl.col("judge_correct").is_null().sum().alias("n_unscored"),
+        pl.len().alias("n"), (pl.col("judge_correct").is_null() & (pl.col("judge_verdict") != "rule")).sum().alias("n_unscored"),
         score_expr("judge").mean().alias("judge_acc"), pl.col("em").mean(), pl.col("f1").mean(),
         score_expr("judge").alias("_judge"), pl.col("em").alias("_em"))
     acc = acc.with_columns(pl.struct("_judge", "_em").map_elements(

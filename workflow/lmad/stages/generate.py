@@ -6,7 +6,7 @@ import logging
 from ..backends import open_backend
 from ..prompts import load_prompt
 from ..schemas import read_table, write_table
-from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
+from ..solver import derive_seed, reader_of, sample_rows, solver_request
 from .units import check_aligned, split_rows
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], model: dict,
                 s = derive_seed(seed, q["qid"], agent)
                 jobs.append({"qid": q["qid"], "stage": stage, "round": 0, "agent": agent, "temperature": float(t),
                              "seed": s, "request": solver_request(solver, q, t, s, max_tokens),
-                             "yes_no": job_yes_no(q)})
+                             "reader": reader_of(q)})
                 owners.append(u)
     backend = open_backend(model, cache_dir)
     rows = sample_rows(backend, jobs)

@@ -8,6 +8,7 @@ import polars as pl
 
 from .. import layout
 from ..atomic import write_text
+from ..answer_types import is_correct
 from ..answers import score, scoring_rules
 from ..backends import ChatRequest, open_backend
 from ..headline import validation_line
@@ -18,6 +19,16 @@ from ..schemas import read_table, write_table
 log = logging.getLogger(__name__)
 
 VERDICTS = {"correct": 1.0, "incorrect": 0.0}
+
+#: the verdict of a prediction scored by its answer type's own rule (numbers, expressions,
+#: letters): no judge call, ``judge_correct`` null, ``correct`` the rule's decision
+RULE = "rule"
+
+
+def rule_scored(question: dict) -> bool:
+    """Whether a question's answers are scored by a rule rather than an LLM judge: every answer
+    type but spans and yes/no, whose judge decides what a free-form answer means."""
+    return (question.get("answer_type") or "span") not in ("span", "yes_no")
 
 
 def parse_verdict(text: str) -> str:
@@ -57,7 +68,8 @@ def judge(questions: list[str], predictions: list[str], prompt: str, judgments: 
         tables = [read_table("predictions", p) for p in by_dataset[d]]
         preds = pl.concat(tables).to_dicts() if tables else []
         datasets.append((qs, preds))
-    asked = [(qs, p) for qs, preds in datasets for p in preds if p["prediction"].strip()]
+    asked = [(qs, p) for qs, preds in datasets for p in preds
+             if p["prediction"].strip() and not rule_scored(qs[p["qid"]])]
     requests = [judge_request(template, qs[p["qid"]], p["prediction"], max_tokens) for qs, p in asked]
     replies = dict(zip((id(p) for _, p in asked), backend.generate(requests)))
     total = unscored = 0
@@ -92,7 +104,17 @@ def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> lis
     rows = []
     for p in preds:
         q = qs[p["qid"]]
-        em, f1 = score(p["prediction"], [q["answer"], *q["aliases"]], scoring_rules(q["benchmark"]))
+        golds = [q["answer"], *q["aliases"]]
+        if rule_scored(q):  # EM and F1 are the rule's accuracy; opinion questions have no gold
+            correct = is_correct(p["prediction"], golds, q["answer_type"])
+            em = None if correct is None else float(correct)
+            rows.append({
+                "qid": p["qid"], "dataset": q["dataset"], "method": p["method"], "prediction": p["prediction"],
+                "gold": q["answer"], "aliases": q["aliases"], "judge_model": judge_model, "judge_verdict": RULE,
+                "judge_correct": None, "judge_raw": f"<scored by the {q['answer_type']} rule: not sent to the judge>",
+                "correct": correct, "em": em, "f1": em, **_call(None)})
+            continue
+        em, f1 = score(p["prediction"], golds, scoring_rules(q["benchmark"]))
         reply = replies.get(id(p))
         # an empty prediction is wrong without asking the judge
         verdict = parse_verdict(reply.text) if reply else "incorrect"
@@ -101,7 +123,7 @@ def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> lis
             "gold": q["answer"], "aliases": q["aliases"], "judge_model": judge_model,
             "judge_verdict": verdict, "judge_correct": VERDICTS.get(verdict),
             "judge_raw": reply.text if reply else "<empty prediction: not sent to the judge>",
-            "em": em, "f1": f1, **_call(reply),
+            "correct": em > 0, "em": em, "f1": f1, **_call(reply),
         })
     return rows
 
@@ -111,7 +133,8 @@ def judge_validation(questions: list[str], prompt: str, battery: str, validation
                      kinds: list[str], max_aliases: int, min_recall: float, seed: int, provenance: dict) -> None:
     """Judge a seeded known-answer battery built from the run's questions, in one batch, with
     the run's judge prompt, model and decoding; write every item and the pass/fail summary."""
-    qs = [q for path in questions for q in read_table("questions", path).to_dicts()]
+    # the battery checks the judge where the run uses it: span and yes/no questions
+    qs = [q for path in questions for q in read_table("questions", path).to_dicts() if not rule_scored(q)]
     by_id = {(q["dataset"], q["qid"]): q for q in qs}
     items = build_battery(qs, questions_per_dataset, kinds, max_aliases, seed)
     template = load_prompt(prompt)

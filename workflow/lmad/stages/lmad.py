@@ -51,7 +51,7 @@ from ..protocols.lmad.resolve import parse_repair, resolution_request
 from ..protocols.lmad.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
-from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
+from ..solver import derive_seed, reader_of, sample_rows, solver_request
 from ..tones import tone_role
 from .society_agents import JobWeights, SocietyFile
 from .units import by_method, check_aligned, check_unit_paths, per_unit, split_rows
@@ -191,7 +191,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
                 jobs.append((weights.of(member), {
                     "qid": s["qid"], "stage": method, "round": iteration, "agent": agent, "temperature": float(t),
                     "seed": sd, "request": solver_request(ask, q, t, sd, max_tokens, committed=s["committed"]),
-                    "yes_no": job_yes_no(q)}))
+                    "reader": reader_of(q)}))
                 owners.append(u)
     fresh = split_rows(len(us), owners, by_backend(jobs, sample_rows))  # one batch per set of weights
     for u in range(len(us)):

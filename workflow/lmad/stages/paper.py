@@ -317,7 +317,8 @@ def headroom_frame(questions: list[str], proposals: list[str], judgments: list[s
                 continue
             flags = [hr.question_flags(answers[r["qid"]], r["prediction"], golds[(d, r["qid"])])
                      for r in sub.to_dicts()]
-            judge = sub["judge_correct"].mean()
+            judge = sub.select(pl.when(pl.col("judge_verdict") == "rule").then(pl.col("correct").cast(pl.Float64))
+                               .otherwise(pl.col("judge_correct"))).to_series().mean()
             rows.append({"backbone": b, "dataset": d, "method": m,
                          **hr.summarize(flags, f"{b}/{d}/{m}", None if judge is None else 100 * judge)})
     frame = pl.DataFrame(rows)

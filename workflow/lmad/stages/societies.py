@@ -25,7 +25,7 @@ from ..display import fmt, markdown
 from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
-from ..solver import derive_seed, job_yes_no, sample_rows, solver_request
+from ..solver import derive_seed, reader_of, sample_rows, solver_request
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def society_pool(questions: list[str], pool: str, model: dict, cache_dir: str, p
             for q in qs:
                 s = derive_seed(seed, q["qid"], "society", a.name)
                 jobs.append({"qid": q["qid"], "dataset": q["dataset"], "split": split[(q["dataset"], q["qid"])],
-                             **_agent_columns(a), "seed": s, "yes_no": job_yes_no(q),
+                             **_agent_columns(a), "seed": s, "reader": reader_of(q),
                              "request": solver_request(ask, q, a.temperature, s, max_tokens)})
         golds = {(q["dataset"], q["qid"]): [q["answer"], *(q["aliases"] or [])] for q in qs}
         for r in sample_rows(backend, jobs):

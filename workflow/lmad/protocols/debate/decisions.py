@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ...answers import all_agree, extract_answer, majority_vote, normalize_answer
+from ...answers import all_agree, majority_vote, normalize_answer
+from ...solver import Reader, read_answer
 from ...model_json import load_model_json
 
 #: Structured-output constraints of the judge and the moderator.
@@ -56,12 +57,15 @@ def _load_object(text: str, keys: set[str]) -> tuple[dict | None, str]:
     return obj, ""
 
 
-def _short(answer: str, yes_no: bool) -> str:
-    """The judge's answer cut like every agent's answer (``extract_answer``)."""
-    return extract_answer(answer, yes_no)[0]
+def _short(answer: str, reader: Reader | bool) -> str:
+    """The judge's answer read like every agent's answer (``solver.read_answer``); ``reader``
+    may be a yes/no flag for a span question."""
+    if isinstance(reader, bool):
+        reader = ("span", reader, ())
+    return read_answer(answer, reader)[0]
 
 
-def parse_judge(text: str, yes_no: bool = False) -> Verdict:
+def parse_judge(text: str, yes_no: Reader | bool = False) -> Verdict:
     """``{"decided": bool, "answer": str}``; a decision without a usable answer is not one."""
     obj, error = _load_object(text, {"decided", "answer"})
     if error:
@@ -74,7 +78,7 @@ def parse_judge(text: str, yes_no: bool = False) -> Verdict:
     return Verdict(obj["decided"], answer if obj["decided"] else "")
 
 
-def parse_moderator(text: str, yes_no: bool = False) -> Verdict:
+def parse_moderator(text: str, yes_no: Reader | bool = False) -> Verdict:
     """``{"answer": str}`` with a non-empty answer."""
     obj, error = _load_object(text, {"answer"})
     if error:

@@ -33,14 +33,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from ...answers import extract_answer, normalize_answer
+from ...answers import normalize_answer
 from ...cost import call_columns, cost_per_question
 from ...backends import Backend, ChatRequest, Completion
 from ...prompts import Prompt
 from ...societies import PoolAgent, member_prompt
 from ...disagreement.labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
                                     parse_self_report, self_report_request)
-from ...solver import derive_seed, job_yes_no
+from ...solver import answer_key, derive_seed, read_answer, reader_of
 from ...tones import with_tone
 from . import views
 from .decisions import JUDGE_SCHEMA, MODERATOR_SCHEMA, STOP_RULES, Verdict, parse_judge, parse_moderator, vote
@@ -175,8 +175,8 @@ class _Round:
             self.fields[qid] = views.question_fields(self.questions[qid])
         return self.fields[qid]
 
-    def yes_no(self, qid: str) -> bool:
-        return job_yes_no(self.questions[qid])
+    def reader(self, qid: str):
+        return reader_of(self.questions[qid])
 
     def seed_of(self, qid: str, *parts) -> int:
         return derive_seed(self.seed, qid, *parts)
@@ -222,10 +222,10 @@ class _Round:
                         "parse_error": c.verdict.error if c.verdict else "", **call_columns(completion)})
 
     def answer_row(self, c: CallSequence, completion: Completion) -> dict:
-        answer, how = extract_answer(completion.text, yes_no=self.yes_no(c.qid))
+        answer, how = read_answer(completion.text, self.reader(c.qid))
         return {"qid": c.qid, "stage": self.method, "round": self.t, "agent": c.agent,
                 "temperature": float(c.temperature), "seed": c.seeds[-1], "response": completion.text,
-                "answer": answer, "answer_norm": normalize_answer(answer), "answer_method": how,
+                "answer": answer, "answer_norm": answer_key(answer, self.reader(c.qid)), "answer_method": how,
                 **call_columns(completion)}
 
     def add_answer(self, row: dict) -> None:
@@ -330,7 +330,7 @@ def _judge(stage: Judge, rnd: _Round) -> None:
     chains = rnd.run(_verdict_chains(rnd, rnd.active, "judge", stage.role, JUDGE_SCHEMA,
                                               rnd.aux_max_tokens["judge"]))
     for chain in chains:
-        chain.verdict = rnd.verdicts[chain.qid] = parse_judge(chain.text, rnd.yes_no(chain.qid))
+        chain.verdict = rnd.verdicts[chain.qid] = parse_judge(chain.text, rnd.reader(chain.qid))
     rnd.record(chains)
 
 
@@ -445,7 +445,7 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
         chains = rnd.run(_verdict_chains(rnd, undecided, "moderator", MODERATOR_ROLE, MODERATOR_SCHEMA,
                                                   aux_max_tokens["moderator"]))
         for chain in chains:
-            chain.verdict = parse_moderator(chain.text, rnd.yes_no(chain.qid))
+            chain.verdict = parse_moderator(chain.text, rnd.reader(chain.qid))
             if chain.verdict.error:
                 _, answer = vote([rnd.current[chain.qid][a]["answer"] for a in rnd.agents])
                 state[chain.qid] = _stopped(chain.qid, t, "moderator_fallback", answer)

@@ -7,18 +7,9 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from ...prompts import format_context
+from ...prompts import question_fields  # noqa: F401  (the fields every debate template may use)
 
 Label = Callable[[int], str]
-
-
-def question_fields(question: dict) -> dict[str, str]:
-    """The fields every debate template may use: the passages, the question and the output
-    line of its answer type (the solver template's ``$answer_line``)."""
-    from ...solver import ANSWER_LINES, answer_type
-
-    return {"context": format_context(question["context"]), "question": question["question"],
-            "answer_line": ANSWER_LINES[answer_type(question)]}
 
 
 def labelled(texts: Mapping[int, str], label: Label) -> str:

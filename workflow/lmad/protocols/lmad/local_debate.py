@@ -20,7 +20,7 @@ import re
 from dataclasses import replace
 
 from ...backends import Backend, ChatRequest
-from ...prompts import Prompt, format_committed, format_context
+from ...prompts import Prompt, format_committed, question_fields
 from ...societies import member_prompt
 from ...solver import derive_seed
 from ...tones import with_tone
@@ -40,8 +40,7 @@ def debate_request(prompt: Prompt, question: dict, committed: list[str], segment
                    max_tokens: int) -> ChatRequest:
     """``agent`` and the keys of ``others`` are zero-based; prompts number agents from 1."""
     messages = prompt.render(
-        context=format_context(question["context"]), committed=format_committed(committed),
-        question=question["question"], agent=str(agent + 1), segment=format_chain(segment),
+        **question_fields(question), committed=format_committed(committed), agent=str(agent + 1), segment=format_chain(segment),
         conflict=conflict, position=position,
         others="\n".join(f"  Agent {j + 1}: {p}" for j, p in sorted(others.items())))
     return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ...backends import ChatRequest
 from ...model_json import load_model_json
-from ...prompts import Prompt, format_committed, format_context
+from ...prompts import Prompt, format_committed, question_fields
 from .nodes import format_chain
 
 GENERIC_CONFLICT = "the agents' final answers differ"
@@ -65,9 +65,8 @@ def format_chains(chains: list[list[str]], answers: list[str]) -> str:
 
 def localization_request(prompt: Prompt, question: dict, committed: list[str], chains: list[list[str]],
                          answers: list[str], max_tokens: int) -> ChatRequest:
-    messages = prompt.render(context=format_context(question["context"]), committed=format_committed(committed),
-                             question=question["question"], chains=format_chains(chains, answers),
-                             n_agents=str(len(chains)))
+    messages = prompt.render(**question_fields(question), committed=format_committed(committed),
+                             chains=format_chains(chains, answers), n_agents=str(len(chains)))
     return ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens, seed=0,
                        constraint={"json": localization_schema([len(c) for c in chains])})
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ...backends import ChatRequest
 from ...model_json import load_model_json
-from ...prompts import Prompt, format_committed, format_context
+from ...prompts import Prompt, format_committed, question_fields
 
 MAX_NODES, MAX_QUOTES, MAX_CHARS = 2, 3, 400
 # A maximal reply must fit the budget, or the constraint cannot finish and the reply is cut
@@ -55,8 +55,7 @@ def format_positions(positions: list[str]) -> str:
 
 def resolution_request(prompt: Prompt, question: dict, committed: list[str], conflict: str, positions: list[str],
                        max_tokens: int) -> ChatRequest:
-    messages = prompt.render(context=format_context(question["context"]), committed=format_committed(committed),
-                             question=question["question"], conflict=conflict,
+    messages = prompt.render(**question_fields(question), committed=format_committed(committed), conflict=conflict,
                              positions=format_positions(positions))
     return ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens, seed=0,
                        constraint={"json": resolution_schema(max_tokens)})
