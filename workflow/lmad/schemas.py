@@ -42,6 +42,10 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         # paragraph: index of the supporting paragraph in context (titles repeat in MuSiQue)
         ("supporting_facts", pl.List(_struct([("title", _str), ("sent_id", _int), ("paragraph", _int)]))),
         ("source", _str),
+        # how answers are read and scored (lmad.answer_types); choices: the options as shown, choice_order:
+        # the source index of each shown option (a seeded shuffle; [] when shown as stored); survey: JSON
+        # country -> option probabilities (opinion questions, "" otherwise)
+        ("answer_type", _str), ("choices", _strs), ("choice_order", pl.List(_int)), ("survey", _str),
     ]), ["qid"]),
     # one solver call: an agent's free-form rationale and extracted answer
     "samples": (pl.Schema([

@@ -35,7 +35,17 @@ import json
 import re
 from typing import Any, Callable
 
-DATASETS = ("hotpotqa", "2wikimultihopqa", "musique", "strategyqa")
+from .tasks import CONVERTERS as TASK_CONVERTERS
+from .tasks import TaskDataError
+
+MULTIHOP = ("hotpotqa", "2wikimultihopqa", "musique", "strategyqa")
+DATASETS = (*MULTIHOP, *TASK_CONVERTERS)
+
+#: each benchmark's answer type (``lmad.answer_types``): how replies are read, compared and scored
+ANSWER_TYPE = {"hotpotqa": "span", "2wikimultihopqa": "span", "musique": "span", "strategyqa": "yes_no",
+               "gsm8k": "numeric", "aime": "numeric", "amc12": "numeric", "math500": "math", "olympiadbench": "math",
+               "gpqa-diamond": "choice", "mmlu": "choice", "mmlu-redux": "choice", "truthfulqa": "choice",
+               "globalopinionqa": "opinion"}
 
 STRATEGYQA_TITLE = "Facts"
 
@@ -223,7 +233,7 @@ _CONVERTERS: dict[str, Callable[[dict, str], dict]] = {
 
 
 def check_dataset(dataset: str) -> None:
-    if dataset not in _CONVERTERS:
+    if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
 
 
@@ -244,18 +254,26 @@ def _check_facts(facts: list[dict], context: list[dict], where: str) -> None:
 
 
 def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = None,
-                    name: str | None = None) -> dict:
+                    name: str | None = None, seed: int = 0) -> dict:
     """Canonical record for one raw row of benchmark ``dataset``, original or HF shape.
 
     ``where`` ("file line 7") prefixes every error; ``source`` (file path or "hf:<id>")
     is stored in the record and defaults to ``where``. ``name``: the config's name for the
     dataset (``hotpotqa-dev``), stored as ``dataset``; the benchmark is stored as
-    ``benchmark`` and decides conversion and scoring. It defaults to the benchmark.
+    ``benchmark`` and decides conversion and scoring. It defaults to the benchmark. ``seed``
+    draws the option order of choice benchmarks that store the correct option in a fixed place.
     """
     check_dataset(dataset)
     if not isinstance(raw, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(raw).__name__}")
-    fields = _CONVERTERS[dataset](raw, where)
+    if dataset in TASK_CONVERTERS:
+        try:
+            fields = TASK_CONVERTERS[dataset](raw, where, seed)
+        except TaskDataError as err:
+            raise DataError(str(err)) from None
+    else:
+        fields = _CONVERTERS[dataset](raw, where)
+        fields |= {"answer_type": ANSWER_TYPE[dataset], "choices": [], "choice_order": [], "survey": ""}
     first = {}
     for i, p in enumerate(fields["context"]):
         first.setdefault(p["title"], i)
@@ -273,6 +291,10 @@ def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = No
         "qtype": fields["qtype"],
         "supporting_facts": fields["supporting_facts"],
         "source": where if source is None else source,
+        "answer_type": fields["answer_type"],
+        "choices": fields["choices"],
+        "choice_order": fields["choice_order"],
+        "survey": fields["survey"],
     }
 
 

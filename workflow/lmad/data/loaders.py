@@ -14,21 +14,24 @@ from pathlib import Path
 from typing import Iterable
 
 from .convert import DATASETS, DataError, check_dataset, is_unanswerable, merge_aliases, record_from_raw
+from .tasks import excluded
 
 log = logging.getLogger(__name__)
 
 
 def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
-                  id_aliases: dict[str, list[str]] | None = None, name: str | None = None) -> list[dict]:
-    """Records for (where, raw) rows; skips unanswerable MuSiQue rows and logs how many.
-    ``id_aliases`` (2Wiki's answer_id → aliases) extends each record's aliases."""
+                  id_aliases: dict[str, list[str]] | None = None, name: str | None = None, seed: int = 0,
+                  keep_all: bool = False) -> list[dict]:
+    """Records for (where, raw) rows; skips unanswerable MuSiQue rows (and MMLU-Redux rows marked
+    erroneous, unless ``keep_all``) and logs how many. ``id_aliases`` (2Wiki's answer_id →
+    aliases) extends each record's aliases; ``seed`` draws shuffled option orders."""
     check_dataset(dataset)
     records, first_seen, skipped = [], {}, 0
     for where, raw in rows:
-        if is_unanswerable(raw, dataset):
+        if is_unanswerable(raw, dataset) or excluded(raw, dataset, keep_all):
             skipped += 1
             continue
-        record = record_from_raw(raw, dataset, where, source=source, name=name)
+        record = record_from_raw(raw, dataset, where, source=source, name=name, seed=seed)
         extra = (id_aliases or {}).get(raw.get("answer_id")) if isinstance(raw.get("answer_id"), str) else None
         if extra:
             record["aliases"] = merge_aliases(record["answer"], record["aliases"] + extra)
@@ -38,7 +41,7 @@ def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
         first_seen[record["qid"]] = where
         records.append(record)
     if skipped:
-        log.warning("%s: skipped %d unanswerable %s rows", source, skipped, dataset)
+        log.warning("%s: skipped %d %s rows (unanswerable, or marked erroneous)", source, skipped, dataset)
     return records
 
 
@@ -62,6 +65,16 @@ def _read_rows(path: Path, lines: bool = False) -> list[tuple[str, object]]:
         raise DataError(f"{path}: cannot read ({err.strerror})") from None
     if not blob.strip():
         raise DataError(f"{path}: empty file (no records)")
+    if path.suffix == ".csv" and not lines:
+        return _csv_rows(blob, path)
+    if path.suffix == ".parquet" and not lines:
+        import polars as pl
+
+        try:
+            frame = pl.read_parquet(path)
+        except Exception as err:  # polars raises several kinds for a broken file
+            raise DataError(f"{path}: not a readable Parquet file ({err})") from None
+        return [(f"{path} row {i}", raw) for i, raw in enumerate(frame.to_dicts(), 1)]
     if path.suffix == ".json" and not lines:
         try:
             items = json.loads(_decode(blob, path))
@@ -84,15 +97,39 @@ def _read_rows(path: Path, lines: bool = False) -> list[tuple[str, object]]:
     return rows
 
 
+def _csv_rows(blob: bytes, path: Path) -> list[tuple[str, object]]:
+    """(where, row) per CSV record, ``where`` naming the line the record starts on (a quoted
+    field may span lines)."""
+    import csv
+    import io
+
+    reader = csv.DictReader(io.StringIO(_decode(blob, path), newline=""))
+    if not reader.fieldnames:
+        raise DataError(f"{path}: CSV without a header line")
+    rows, line = [], reader.line_num + 1
+    try:
+        for raw in reader:
+            if None in raw:
+                raise DataError(f"{path} line {line}: more fields than the header's {len(reader.fieldnames)}")
+            rows.append((f"{path} line {line}", {k: v for k, v in raw.items() if v is not None}))
+            line = reader.line_num + 1
+    except csv.Error as err:
+        raise DataError(f"{path} line {reader.line_num}: invalid CSV ({err})") from None
+    return rows
+
+
 def load_jsonl(path: str | Path, dataset: str, source: str | None = None,
-               id_aliases: dict[str, list[str]] | None = None, name: str | None = None) -> list[dict]:
+               id_aliases: dict[str, list[str]] | None = None, name: str | None = None, seed: int = 0,
+               keep_all: bool = False) -> list[dict]:
     """Records from a local file in the original schema of benchmark ``dataset``.
 
-    JSONL (one object a line) or a ``.json`` file holding a list. ``source`` is what the
-    records name as their origin; it defaults to ``path``. ``name``: see ``record_from_raw``.
+    JSONL (one object a line), a ``.json`` file holding a list, CSV (GPQA, GlobalOpinionQA)
+    or Parquet, by the file's suffix. ``source`` is what the records name as their origin; it
+    defaults to ``path``. ``name``, ``seed``: see ``record_from_raw``; ``keep_all``: MMLU-Redux.
     """
     path = Path(path)
-    records = _convert_rows(_read_rows(path), dataset, str(path) if source is None else source, id_aliases, name)
+    records = _convert_rows(_read_rows(path), dataset, str(path) if source is None else source, id_aliases, name,
+                            seed, keep_all)
     if not records:
         raise DataError(f"{path}: no answerable {dataset} records")
     return records
@@ -118,14 +155,14 @@ def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
 
 def load_hf(hf_id: str, dataset: str, split: str, config: str | None = None,
             n: int | None = None, id_aliases: dict[str, list[str]] | None = None,
-            name: str | None = None) -> list[dict]:
+            name: str | None = None, seed: int = 0, keep_all: bool = False) -> list[dict]:
     """Records from a Hugging Face dataset (needs the network); the first ``n`` rows if given."""
     from datasets import load_dataset  # heavy import, needed only here
 
     rows = itertools.islice(load_dataset(hf_id, config, split=split), n)
     where = f"hf:{hf_id}" + (f"/{config}" if config else "") + f" {split} row"
     return _convert_rows(((f"{where} {i}", dict(raw)) for i, raw in enumerate(rows, 1)),
-                         dataset, f"hf:{hf_id}", id_aliases, name)
+                         dataset, f"hf:{hf_id}", id_aliases, name, seed, keep_all)
 
 
 def _rank(seed: int, qid: str) -> str:
@@ -208,18 +245,19 @@ def load_dataset_spec(spec: dict, base_dir: str | Path) -> list[dict]:
     benchmark = dataset_type(name, spec)
     kind = spec.get("source", "jsonl")
     aliases = load_id_aliases(resolve_path(spec["aliases_path"], base_dir)) if spec.get("aliases_path") else None
-    if kind == "jsonl":
+    seed, keep_all = spec.get("seed", 0), bool(spec.get("keep_all", False))
+    if kind in ("jsonl", "local"):
         if not spec.get("path"):
-            raise ValueError(f"dataset spec {name!r}: source 'jsonl' needs 'path'")
+            raise ValueError(f"dataset spec {name!r}: source {kind!r} needs 'path'")
         records = load_jsonl(resolve_path(spec["path"], base_dir), benchmark, source=str(spec["path"]),
-                             id_aliases=aliases, name=name)
+                             id_aliases=aliases, name=name, seed=seed, keep_all=keep_all)
     elif kind == "hf":
         if not spec.get("hf_id") or not spec.get("split"):
             raise ValueError(f"dataset spec {name!r}: source 'hf' needs 'hf_id' and 'split'")
         records = load_hf(spec["hf_id"], benchmark, spec["split"], config=spec.get("hf_config"),
-                          id_aliases=aliases, name=name)
+                          id_aliases=aliases, name=name, seed=seed, keep_all=keep_all)
     else:
-        raise ValueError(f"dataset spec {name!r}: unknown source {kind!r} (expected 'jsonl' or 'hf')")
+        raise ValueError(f"dataset spec {name!r}: unknown source {kind!r} (expected 'jsonl', 'local' or 'hf')")
     records = select(records, spec.get("n"), spec.get("seed", 0))
     max_chars = spec.get("max_context_chars")
     return records if max_chars is None else [trim_context(r, max_chars) for r in records]

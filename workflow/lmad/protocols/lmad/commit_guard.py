@@ -52,6 +52,7 @@ The checks:
     At least one quotation, and every quotation has at least ``min_quote_words`` words
     and appears verbatim inside ONE passage of the context after normalization. A
     passage's text is its sentences joined by single spaces (titles are not evidence).
+    A question without passages quotes its own statement (:func:`evidence_of`).
 
 Verbatim normalization (quotes and passages alike, :func:`normalize_verbatim`): Unicode
 NFKC; curly single/double quotes and primes → ASCII ``'`` and ``"``; hyphen and dash
@@ -68,6 +69,7 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass
 
+from ...prompts import question_text
 from .resolve import Repair
 
 POLICIES = ("strict", "concrete", "always")
@@ -282,6 +284,15 @@ class GuardResult:
         return [asdict(c) for c in self.checks]
 
 
+def evidence_of(question: dict) -> list[dict]:
+    """What a quotation must come from: the passages; for a task without passages (math,
+    multiple choice) the problem statement with its options, which the resolver is shown as
+    the question. A quote then ties a repair to the problem's own givens."""
+    if question["context"]:
+        return question["context"]
+    return [{"title": "Problem", "sentences": question_text(question).split("\n")}]
+
+
 def commit_guard(policy: str, question: dict, repair: Repair, min_quote_words: int, relation: str = "lexical",
                  model_verdict: str | None = None) -> GuardResult:
     """Run every check; admit by ``policy`` and ``relation`` (see the module docstring).
@@ -295,7 +306,7 @@ def commit_guard(policy: str, question: dict, repair: Repair, min_quote_words: i
         "subject": check_subject(question["question"], repair.nodes),
         "relation": check_relation(question["question"], repair.nodes),
         "relation_model": check_relation_model(model_verdict),
-        "evidence": check_evidence(repair.quotes, question["context"], min_quote_words),
+        "evidence": check_evidence(repair.quotes, evidence_of(question), min_quote_words),
     }
     required = REQUIRED[policy][relation]
     checks = [Check(name, ok, name in required, detail) for name, (ok, detail) in outcomes.items()]

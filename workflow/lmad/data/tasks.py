@@ -1,0 +1,226 @@
+"""Raw records of the math, multiple-choice, truthfulness and opinion benchmarks, in their
+original schemas (and their usual Hugging Face copies), as the canonical question's fields.
+
+None of them has passages: ``context`` and ``supporting_facts`` are empty. A choice question
+carries its option texts in the order shown (``choices``); where the source stores the correct
+option in a fixed place (GPQA's ``Correct Answer`` column, TruthfulQA's first mc1 choice) the
+options are shuffled by a permutation seeded by the run seed and the question id, recorded in
+``choice_order`` (position i shows source option ``choice_order[i]``). The gold of a choice
+question is its letter.
+
+| benchmark | fields read | usual HF copy |
+|---|---|---|
+| gsm8k | question, answer (worked solution ending ``#### n``) | openai/gsm8k (main) |
+| math500 | problem, answer, subject, unique_id | HuggingFaceH4/MATH-500 |
+| aime | id, problem, answer | Maxwell-Jia/AIME_2024 |
+| amc12 | id, problem, answer | AI-MO/aimo-validation-amc |
+| olympiadbench | id, question, final_answer (list), is_multiple_answer, context, subfield | Hothan/OlympiadBench |
+| gpqa-diamond | Question, Correct Answer, Incorrect Answer 1-3, Record ID, Subdomain | Idavidrein/gpqa (gpqa_diamond) |
+| mmlu | question, subject, choices (4), answer (index or letter) | cais/mmlu |
+| mmlu-redux | MMLU's fields + error_type | edinburgh-dawg/mmlu-redux |
+| truthfulqa | question, mc1_targets {choices, labels} | truthfulqa/truthful_qa (multiple_choice) |
+| globalopinionqa | question, selections (Python-repr dict), options (Python-repr list), source | Anthropic/llm_global_opinions |
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import random
+import re
+from typing import Any, Callable
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class TaskDataError(ValueError):
+    """Raised by the converters; ``convert`` turns it into its ``DataError``."""
+
+
+def _error(where: str, field: str, problem: str) -> TaskDataError:
+    return TaskDataError(f"{where}: field '{field}': {problem}")
+
+
+def _get(raw: dict, names: tuple[str, ...], where: str) -> tuple[str, Any]:
+    for name in names:
+        if raw.get(name) is not None:
+            return name, raw[name]
+    raise _error(where, names[0], "required field is missing")
+
+
+def _text(raw: dict, names: tuple[str, ...], where: str) -> str:
+    name, value = _get(raw, names, where)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise _error(where, name, f"expected a non-empty string, got {value!r:.60}")
+    return value.strip()
+
+
+def _qid(raw: dict, names: tuple[str, ...], benchmark: str, text: str) -> str:
+    """The source's id, else a content hash of the question (stable across copies and order)."""
+    for name in names:
+        if raw.get(name) not in (None, ""):
+            return str(raw[name])
+    return f"{benchmark}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def _fields(qid, question, answer, qtype, answer_type, choices=(), order=(), aliases=(), survey="") -> dict:
+    return {"qid": qid, "question": question, "context": [], "answer": answer, "aliases": list(aliases),
+            "qtype": qtype, "supporting_facts": [], "answer_type": answer_type, "choices": list(choices),
+            "choice_order": list(order), "survey": survey}
+
+
+def _shuffled(options: list[str], correct: int, seed: int, qid: str) -> tuple[list[str], list[int], str]:
+    """(options as shown, source index per position, gold letter): a permutation drawn from
+    sha256(seed, qid), so it is the same on every machine and for every method."""
+    order = list(range(len(options)))
+    random.Random(hashlib.sha256(f"{seed}\0{qid}".encode()).digest()).shuffle(order)
+    return [options[i] for i in order], order, LETTERS[order.index(correct)]
+
+
+# ----------------------------------------------------------------------------- math
+
+def _gsm8k(raw: dict, where: str, seed: int) -> dict:
+    question = _text(raw, ("question",), where)
+    solution = _text(raw, ("answer",), where)
+    m = re.search(r"####\s*(.+?)\s*$", solution)
+    if not m:
+        raise _error(where, "answer", "expected a worked solution ending in '#### <number>'")
+    gold = m.group(1).replace(",", "").strip()
+    return _fields(_qid(raw, ("id", "qid"), "gsm8k", question), question, gold, "gsm8k", "numeric")
+
+
+def _math500(raw: dict, where: str, seed: int) -> dict:
+    problem = _text(raw, ("problem",), where)
+    return _fields(_qid(raw, ("unique_id", "id"), "math500", problem), problem, _text(raw, ("answer",), where),
+                   str(raw.get("subject") or "math500"), "math")
+
+
+def _numeric_contest(benchmark: str) -> Callable[[dict, str, int], dict]:
+    def convert(raw: dict, where: str, seed: int) -> dict:
+        problem = _text(raw, ("problem", "question"), where)
+        return _fields(_qid(raw, ("id", "ID", "url"), benchmark, problem), problem, _text(raw, ("answer",), where),
+                       benchmark, "numeric")
+    return convert
+
+
+def _olympiadbench(raw: dict, where: str, seed: int) -> dict:
+    question = _text(raw, ("question",), where)
+    context = raw.get("context")
+    if isinstance(context, str) and context.strip():
+        question = f"{context.strip()}\n\n{question}"
+    name, finals = _get(raw, ("final_answer",), where)
+    if isinstance(finals, str):
+        finals = [finals]
+    if not isinstance(finals, list) or not finals or not all(isinstance(f, str) and f.strip() for f in finals):
+        raise _error(where, name, "expected a non-empty list of answer strings")
+    gold = ", ".join(f.strip() for f in finals) if raw.get("is_multiple_answer") else finals[0].strip()
+    return _fields(_qid(raw, ("id",), "olympiadbench", question), question, gold,
+                   str(raw.get("subfield") or "olympiadbench"), "math")
+
+
+# ----------------------------------------------------------------------------- choice
+
+def _options(raw: dict, names: tuple[str, ...], where: str) -> tuple[str, list[str]]:
+    name, value = _get(raw, names, where)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise _error(where, name, "got a string that is not a JSON list") from None
+    if not isinstance(value, list) or len(value) < 2 or not all(isinstance(c, (str, int, float)) for c in value):
+        raise _error(where, name, "expected a list of at least two options")
+    return name, [str(c).strip() for c in value]
+
+
+def _mmlu(raw: dict, where: str, seed: int) -> dict:
+    question = _text(raw, ("question",), where)
+    name, choices = _options(raw, ("choices",), where)
+    key, answer = _get(raw, ("answer",), where)
+    if isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().upper() in LETTERS[:len(choices)]:
+        index = LETTERS.index(answer.strip().upper())
+    elif isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(choices):
+        index = answer
+    else:
+        raise _error(where, key, f"expected an option index 0-{len(choices) - 1} or a letter, got {answer!r:.40}")
+    subject = str(raw.get("subject") or "mmlu")
+    qid = _qid(raw, ("id", "qid"), "mmlu", f"{subject}\0{question}\0{choices}")
+    # MMLU already places the correct option at random: shown as stored
+    return _fields(qid, question, LETTERS[index], subject, "choice", choices)
+
+
+def _gpqa(raw: dict, where: str, seed: int) -> dict:
+    question = _text(raw, ("Question", "question"), where)
+    correct = _text(raw, ("Correct Answer",), where)
+    wrong = [_text(raw, (f"Incorrect Answer {i}",), where) for i in (1, 2, 3)]
+    qid = _qid(raw, ("Record ID", "id"), "gpqa", question)
+    shown, order, gold = _shuffled([correct, *wrong], 0, seed, qid)
+    return _fields(qid, question, gold, str(raw.get("Subdomain") or "gpqa"), "choice", shown, order)
+
+
+def _truthfulqa(raw: dict, where: str, seed: int) -> dict:
+    question = _text(raw, ("question",), where)
+    name, mc1 = _get(raw, ("mc1_targets",), where)
+    if isinstance(mc1, str):
+        try:
+            mc1 = json.loads(mc1)
+        except json.JSONDecodeError:
+            raise _error(where, name, "got a string that is not JSON") from None
+    choices, labels = (mc1.get("choices"), mc1.get("labels")) if isinstance(mc1, dict) else (None, None)
+    if not isinstance(choices, list) or not isinstance(labels, list) or len(choices) != len(labels) or len(choices) < 2:
+        raise _error(where, name, "expected {choices: [...], labels: [...]} of equal length (at least 2)")
+    if sorted(labels) != [0] * (len(labels) - 1) + [1]:
+        raise _error(where, name, "mc1 labels must mark exactly one choice with 1")
+    qid = _qid(raw, ("id",), "truthfulqa", question)
+    shown, order, gold = _shuffled([str(c).strip() for c in choices], labels.index(1), seed, qid)
+    return _fields(qid, question, gold, "truthfulqa", "choice", shown, order)
+
+
+# ----------------------------------------------------------------------------- opinion
+
+_DEFAULTDICT = re.compile(r"^\s*defaultdict\(\s*<class '(?:list|dict)'>\s*,\s*(\{.*\})\s*\)\s*$", re.DOTALL)
+
+
+def _literal(text: str, where: str, field: str) -> Any:
+    """A Python literal (dict, list, str, number) from its repr: ``ast.literal_eval`` builds
+    literals only and never runs code; anything else is an error naming the field."""
+    m = _DEFAULTDICT.match(text)
+    try:
+        return ast.literal_eval(m.group(1) if m else text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise _error(where, field, f"not a Python literal: {text[:80]!r}") from None
+
+
+def _globalopinionqa(raw: dict, where: str, seed: int) -> dict:
+    question = _text(raw, ("question",), where)
+    name, options = _get(raw, ("options",), where)
+    options = _literal(options, where, name) if isinstance(options, str) else options
+    if not isinstance(options, list) or len(options) < 2 or not all(isinstance(o, (str, int, float)) for o in options):
+        raise _error(where, name, "expected a list of at least two options")
+    key, selections = _get(raw, ("selections",), where)
+    selections = _literal(selections, where, key) if isinstance(selections, str) else selections
+    if not isinstance(selections, dict) or not selections:
+        raise _error(where, key, "expected a mapping of country to option probabilities")
+    survey = {}
+    for country, probs in selections.items():
+        if not isinstance(country, str) or not isinstance(probs, list) or len(probs) != len(options) or not all(
+                isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 0 for p in probs):
+            raise _error(where, key, f"{country!r}: expected {len(options)} non-negative probabilities, one per option")
+        survey[country] = [float(p) for p in probs]
+    qid = _qid(raw, ("id",), "globalopinionqa", f"{question}\0{options}")
+    return _fields(qid, question, "", str(raw.get("source") or "globalopinionqa"), "opinion",
+                   [str(o) for o in options], survey=json.dumps(survey, sort_keys=True))
+
+
+CONVERTERS: dict[str, Callable[[dict, str, int], dict]] = {
+    "gsm8k": _gsm8k, "math500": _math500, "aime": _numeric_contest("aime"), "amc12": _numeric_contest("amc12"),
+    "olympiadbench": _olympiadbench, "gpqa-diamond": _gpqa, "mmlu": _mmlu, "mmlu-redux": _mmlu,
+    "truthfulqa": _truthfulqa, "globalopinionqa": _globalopinionqa,
+}
+
+
+def excluded(raw: Any, benchmark: str, keep_all: bool) -> bool:
+    """MMLU-Redux rows its annotators marked as erroneous are left out unless ``keep_all``."""
+    return (benchmark == "mmlu-redux" and not keep_all and isinstance(raw, dict)
+            and str(raw.get("error_type", "ok")).strip().lower() != "ok")
