@@ -451,6 +451,7 @@ _WHOLE_LETTER = re.compile(r"^[\s*_`\"'“”‘’(\[]*(?P<x>[A-Za-z])[\s*_`\"'
 _LETTER_LINE = re.compile(
     r"^[\s*_`>#\"'“”‘’]*(?:\((?P<p>[A-Z])\)|\[(?P<b>[A-Z])\]|(?P<l>[A-Z])[.):]?)[\s*_`\"'“”‘’.]*$"
 )
+_LETTER_LEAD = re.compile(r"^[\s*_`>#\"'“”‘’]*(?:\((?P<p>[A-Z])\)|(?P<l>[A-Z])[):])\s+(?P<rest>\S.*)$")
 _INLINE_LETTER = re.compile(r"(?<![\w'’\\])\(?(?P<x>[A-Z])\)?(?![\w'’])")
 
 
@@ -542,7 +543,26 @@ def _extract_choice(text: str, n_choices, choices) -> tuple[str, str]:
             x = m.group("p") or m.group("b") or m.group("l")
             if x in letters:
                 return x, "letter_line"
+    for line in text.splitlines():  # "D) The brain", "(B) Eight": an option written out as listed
+        got = _letter_lead(line, letters, options)
+        if got:
+            return got
     return "", "unparsed"
+
+
+def _letter_lead(line: str, letters: str, options: tuple[str, ...]) -> tuple[str, str] | None:
+    """A line that opens with an option letter in the list's own form (``D)``, ``(D)``, ``D:``)
+    and the option's text. When the text is another option's ("A: The lungs" where the lungs
+    are C) the reply names two options and gives no answer."""
+    m = _LETTER_LEAD.match(line)
+    letter = m and (m.group("p") or m.group("l"))
+    if not letter or letter not in letters:
+        return None
+    rest = normalize_hotpot(_answers._split_first_sentence(m.group("rest").strip(_SEG_STRIP)).strip(_SEG_STRIP))
+    named = {_LETTERS[i] for i, o in enumerate(options) if rest and normalize_hotpot(o) == rest}
+    if named and named != {letter}:
+        return "", "ambiguous"
+    return letter, "letter_lead"
 
 
 def _canonical_choice(s: str) -> str:
@@ -692,15 +712,7 @@ def majority_vote(
     span/yes_no this is exactly :func:`lmad.answers.majority_vote`."""
     _check_type(answer_type)
     n = len(answers)
-    if order_key is None:
-        keys = list(range(n))
-    elif callable(order_key):
-        keys = [(order_key(i), i) for i in range(n)]
-    else:
-        if len(order_key) != n:
-            raise ValueError("order_key must have one key per answer")
-        keys = [(order_key[i], i) for i in range(n)]
-    order = sorted(range(n), key=lambda i: keys[i])
+    order = _answers.agent_order(n, order_key)
 
     norms = [canonical(a or "", answer_type) for a in answers]
     group = [""] * n

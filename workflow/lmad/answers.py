@@ -438,6 +438,20 @@ def f1_score(pred: str, golds: str | Sequence[str], rules: str = "hotpotqa") -> 
 # voting
 # --------------------------------------------------------------------------
 
+def agent_order(n: int, order_key: Sequence | Callable[[int], object] | None = None) -> list[int]:
+    """Indices 0..n-1 in agent order: by index, or by ``(order_key, index)`` (see
+    :func:`majority_vote`)."""
+    if order_key is None:
+        return list(range(n))
+    if callable(order_key):
+        keys = [(order_key(i), i) for i in range(n)]
+    else:
+        if len(order_key) != n:
+            raise ValueError("order_key must have one key per answer")
+        keys = [(order_key[i], i) for i in range(n)]
+    return sorted(range(n), key=lambda i: keys[i])
+
+
 def majority_vote(
     answers: Sequence[str],
     order_key: Sequence | Callable[[int], object] | None = None,
@@ -465,15 +479,7 @@ def majority_vote(
     *all* answers; False when nothing non-empty won).
     """
     n = len(answers)
-    if order_key is None:
-        keys = list(range(n))
-    elif callable(order_key):
-        keys = [(order_key(i), i) for i in range(n)]
-    else:
-        if len(order_key) != n:
-            raise ValueError("order_key must have one key per answer")
-        keys = [(order_key[i], i) for i in range(n)]
-    order = sorted(range(n), key=lambda i: keys[i])
+    order = agent_order(n, order_key)
 
     norms = [normalize_answer(a or "") for a in answers]
     votes: dict[str, int] = {}

@@ -1,12 +1,18 @@
 """Load benchmark questions from local files or the Hugging Face hub, sample, trim.
 
+A local file is read by its suffix: JSONL (one object a line; any other suffix), a ``.json``
+list, a ``.csv`` file with a header line, or ``.parquet``. The usual Hugging Face copies of
+the math, choice and opinion benchmarks are tabled in ``lmad.data.tasks``.
+
 ``load_dataset_spec`` is the entry point for the workflow: it loads one config entry,
 draws a seeded sample with ``select`` and optionally trims contexts with
 ``trim_context`` (for cheap CPU demos).
 """
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import itertools
 import json
 import logging
@@ -14,9 +20,13 @@ from pathlib import Path
 from typing import Iterable
 
 from .convert import DATASETS, DataError, check_dataset, is_unanswerable, merge_aliases, record_from_raw
-from .tasks import excluded
+from .tasks import TaskDataError, excluded
 
 log = logging.getLogger(__name__)
+
+
+# benchmarks whose rows usually carry no id, so their qid is a content hash (lmad.data.tasks)
+_CONTENT_IDS = {"gsm8k", "mmlu", "mmlu-redux", "truthfulqa", "globalopinionqa"}
 
 
 def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
@@ -24,24 +34,41 @@ def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
                   keep_all: bool = False) -> list[dict]:
     """Records for (where, raw) rows; skips unanswerable MuSiQue rows (and MMLU-Redux rows marked
     erroneous, unless ``keep_all``) and logs how many. ``id_aliases`` (2Wiki's answer_id →
-    aliases) extends each record's aliases; ``seed`` draws shuffled option orders."""
+    aliases) extends each record's aliases; ``seed`` draws shuffled option orders. A repeated
+    qid is an error, except a verbatim repeat of a row whose qid is a content hash (the same
+    question twice in a copy without ids), which is kept once and logged."""
     check_dataset(dataset)
-    records, first_seen, skipped = [], {}, 0
+    records, first_seen, unanswerable, erroneous, repeats = [], {}, 0, 0, 0
     for where, raw in rows:
-        if is_unanswerable(raw, dataset) or excluded(raw, dataset, keep_all):
-            skipped += 1
+        if is_unanswerable(raw, dataset):
+            unanswerable += 1
             continue
+        try:
+            if excluded(raw, dataset, keep_all, where):
+                erroneous += 1
+                continue
+        except TaskDataError as err:
+            raise DataError(str(err)) from None
         record = record_from_raw(raw, dataset, where, source=source, name=name, seed=seed)
         extra = (id_aliases or {}).get(raw.get("answer_id")) if isinstance(raw.get("answer_id"), str) else None
         if extra:
             record["aliases"] = merge_aliases(record["answer"], record["aliases"] + extra)
         # Results are keyed by qid downstream, so a repeat would silently overwrite one.
         if record["qid"] in first_seen:
-            raise DataError(f"{where}: duplicate qid {record['qid']!r} (first at {first_seen[record['qid']]})")
-        first_seen[record["qid"]] = where
+            first_where, first = first_seen[record["qid"]]
+            if dataset in _CONTENT_IDS and record == first:
+                repeats += 1  # a content-hashed row repeated verbatim: one question, kept once
+                continue
+            raise DataError(f"{where}: duplicate qid {record['qid']!r} (first at {first_where})")
+        first_seen[record["qid"]] = (where, record)
         records.append(record)
-    if skipped:
-        log.warning("%s: skipped %d %s rows (unanswerable, or marked erroneous)", source, skipped, dataset)
+    if unanswerable:
+        log.warning("%s: skipped %d unanswerable %s rows", source, unanswerable, dataset)
+    if erroneous:
+        log.warning("%s: skipped %d %s rows marked erroneous (error_type other than 'ok'; keep_all: true keeps "
+                    "them)", source, erroneous, dataset)
+    if repeats:
+        log.warning("%s: skipped %d %s rows repeating an earlier row verbatim", source, repeats, dataset)
     return records
 
 
@@ -65,13 +92,13 @@ def _read_rows(path: Path, lines: bool = False) -> list[tuple[str, object]]:
         raise DataError(f"{path}: cannot read ({err.strerror})") from None
     if not blob.strip():
         raise DataError(f"{path}: empty file (no records)")
-    if path.suffix == ".csv" and not lines:
+    if path.suffix.lower() == ".csv" and not lines:
         return _csv_rows(blob, path)
-    if path.suffix == ".parquet" and not lines:
+    if path.suffix.lower() == ".parquet" and not lines:
         import polars as pl
 
         try:
-            frame = pl.read_parquet(path)
+            frame = pl.read_parquet(io.BytesIO(blob))
         except Exception as err:  # polars raises several kinds for a broken file
             raise DataError(f"{path}: not a readable Parquet file ({err})") from None
         return [(f"{path} row {i}", raw) for i, raw in enumerate(frame.to_dicts(), 1)]
@@ -98,23 +125,29 @@ def _read_rows(path: Path, lines: bool = False) -> list[tuple[str, object]]:
 
 
 def _csv_rows(blob: bytes, path: Path) -> list[tuple[str, object]]:
-    """(where, row) per CSV record, ``where`` naming the line the record starts on (a quoted
-    field may span lines)."""
-    import csv
-    import io
-
-    reader = csv.DictReader(io.StringIO(_decode(blob, path), newline=""))
-    if not reader.fieldnames:
-        raise DataError(f"{path}: CSV without a header line")
-    rows, line = [], reader.line_num + 1
+    """(where, {column: text}) per CSV record after the header line, ``where`` naming the line
+    the record starts on (a quoted field may span lines; blank lines are skipped). A UTF-8 BOM
+    is dropped; a record with more or fewer fields than the header is an error naming its line."""
+    reader = csv.reader(io.StringIO(_decode(blob, path).removeprefix("\ufeff"), newline=""), strict=True)
+    rows, header, end = [], None, 0
     try:
-        for raw in reader:
-            if None in raw:
-                raise DataError(f"{path} line {line}: more fields than the header's {len(reader.fieldnames)}")
-            rows.append((f"{path} line {line}", {k: v for k, v in raw.items() if v is not None}))
-            line = reader.line_num + 1
+        for fields in reader:
+            start, end = end + 1, reader.line_num
+            if not fields:
+                continue
+            if header is None:
+                header = [h.strip() for h in fields]
+                if not all(header) or len(set(header)) < len(header):
+                    raise DataError(f"{path} line {start}: the header needs distinct, non-empty column names, "
+                                    f"got {fields!r:.120}")
+                continue
+            if len(fields) != len(header):
+                raise DataError(f"{path} line {start}: {len(fields)} fields but the header has {len(header)} columns")
+            rows.append((f"{path} line {start}", dict(zip(header, fields))))
     except csv.Error as err:
         raise DataError(f"{path} line {reader.line_num}: invalid CSV ({err})") from None
+    if header is None:
+        raise DataError(f"{path}: CSV without a header line")
     return rows
 
 
@@ -156,7 +189,8 @@ def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
 def load_hf(hf_id: str, dataset: str, split: str, config: str | None = None,
             n: int | None = None, id_aliases: dict[str, list[str]] | None = None,
             name: str | None = None, seed: int = 0, keep_all: bool = False) -> list[dict]:
-    """Records from a Hugging Face dataset (needs the network); the first ``n`` rows if given."""
+    """Records from a Hugging Face dataset (needs the network); the first ``n`` rows if given.
+    Every benchmark's usual HF copy converts; their ids are tabled in ``lmad.data.tasks``."""
     from datasets import load_dataset  # heavy import, needed only here
 
     rows = itertools.islice(load_dataset(hf_id, config, split=split), n)
@@ -236,8 +270,10 @@ def load_dataset_spec(spec: dict, base_dir: str | Path) -> list[dict]:
     """Load, sample and optionally trim one dataset entry of the workflow config.
 
     ``spec``: {"name": the config key, "type": its benchmark, one of DATASETS (default: the
-    name), "source": "jsonl" | "hf", "path" (jsonl, relative to ``base_dir``), "hf_id",
-    "hf_config", "split" (hf), "n", "seed", "max_context_chars"}.
+    name), "source": "jsonl" | "local" (the same: a local file of any supported suffix) | "hf",
+    "path" (jsonl/local, relative to ``base_dir``), "hf_id", "hf_config", "split" (hf), "n",
+    "seed" (the sample, and the option order of GPQA and TruthfulQA), "keep_all" (mmlu-redux:
+    also the rows its annotators marked as erroneous), "max_context_chars"}.
     Local records name ``spec["path"]`` as written as their source, so records are the
     same wherever the checkout lives. The sample is drawn from the whole file or split.
     """

@@ -26,11 +26,14 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import random
 import re
 from typing import Any, Callable
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)")
 
 
 class TaskDataError(ValueError):
@@ -85,9 +88,9 @@ def _gsm8k(raw: dict, where: str, seed: int) -> dict:
     question = _text(raw, ("question",), where)
     solution = _text(raw, ("answer",), where)
     m = re.search(r"####\s*(.+?)\s*$", solution)
-    if not m:
-        raise _error(where, "answer", "expected a worked solution ending in '#### <number>'")
-    gold = m.group(1).replace(",", "").strip()
+    gold = m.group(1).replace(",", "").strip() if m else ""
+    if not _NUMBER.fullmatch(gold):
+        raise _error(where, "answer", f"expected a worked solution ending in '#### <number>', got ...{solution[-30:]!r}")
     return _fields(_qid(raw, ("id", "qid"), "gsm8k", question), question, gold, "gsm8k", "numeric")
 
 
@@ -129,8 +132,9 @@ def _options(raw: dict, names: tuple[str, ...], where: str) -> tuple[str, list[s
             value = json.loads(value)
         except json.JSONDecodeError:
             raise _error(where, name, "got a string that is not a JSON list") from None
-    if not isinstance(value, list) or len(value) < 2 or not all(isinstance(c, (str, int, float)) for c in value):
-        raise _error(where, name, "expected a list of at least two options")
+    if (not isinstance(value, list) or not 2 <= len(value) <= len(LETTERS)
+            or not all(isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in value)):
+        raise _error(where, name, f"expected a list of 2 to {len(LETTERS)} options")
     return name, [str(c).strip() for c in value]
 
 
@@ -167,11 +171,17 @@ def _truthfulqa(raw: dict, where: str, seed: int) -> dict:
             mc1 = json.loads(mc1)
         except json.JSONDecodeError:
             raise _error(where, name, "got a string that is not JSON") from None
-    choices, labels = (mc1.get("choices"), mc1.get("labels")) if isinstance(mc1, dict) else (None, None)
+    choices, labels = None, None
+    if isinstance(mc1, dict) and set(mc1) == {"choices", "labels"}:  # the HF copy
+        choices, labels = mc1["choices"], mc1["labels"]
+    elif isinstance(mc1, dict) and all(v in (0, 1) for v in mc1.values()):  # the original mc_task.json
+        choices, labels = list(mc1), list(mc1.values())
     if not isinstance(choices, list) or not isinstance(labels, list) or len(choices) != len(labels) or len(choices) < 2:
         raise _error(where, name, "expected {choices: [...], labels: [...]} of equal length (at least 2)")
+    if len(choices) > len(LETTERS) or not all(isinstance(c, str) and c.strip() for c in choices):
+        raise _error(where, name, f"expected 2 to {len(LETTERS)} non-empty choice strings")
     if sorted(labels) != [0] * (len(labels) - 1) + [1]:
-        raise _error(where, name, "mc1 labels must mark exactly one choice with 1")
+        raise _error(where, name, f"mc1 labels must mark exactly one choice with 1, got {labels!r:.60}")
     qid = _qid(raw, ("id",), "truthfulqa", question)
     shown, order, gold = _shuffled([str(c).strip() for c in choices], labels.index(1), seed, qid)
     return _fields(qid, question, gold, "truthfulqa", "choice", shown, order)
@@ -182,35 +192,49 @@ def _truthfulqa(raw: dict, where: str, seed: int) -> dict:
 _DEFAULTDICT = re.compile(r"^\s*defaultdict\(\s*<class '(?:list|dict)'>\s*,\s*(\{.*\})\s*\)\s*$", re.DOTALL)
 
 
-def _literal(text: str, where: str, field: str) -> Any:
-    """A Python literal (dict, list, str, number) from its repr: ``ast.literal_eval`` builds
-    literals only and never runs code; anything else is an error naming the field."""
-    m = _DEFAULTDICT.match(text)
+_MAX_LITERAL = 1_000_000  # characters; a real selections field is a few kB
+
+
+def _literal(text: str, where: str, field: str, brackets: str) -> Any:
+    """A Python dict or list (``brackets`` "{}" or "[]") from its repr: the text must be one
+    bracketed literal (a dict optionally wrapped in ``defaultdict(<class 'list'>, ...)``), and
+    ``ast.literal_eval`` builds literals only, never running code; anything else is an error
+    naming the field."""
+    m = _DEFAULTDICT.match(text) if brackets == "{}" else None
+    body = (m.group(1) if m else text).strip()
+    if len(body) > _MAX_LITERAL or not (body.startswith(brackets[0]) and body.endswith(brackets[1])):
+        wrapper = " (optionally inside defaultdict(<class 'list'>, ...))" if brackets == "{}" else ""
+        raise _error(where, field, f"expected a Python {brackets[0]}...{brackets[1]} literal{wrapper}, got {text[:80]!r}")
     try:
-        return ast.literal_eval(m.group(1) if m else text)
+        return ast.literal_eval(body)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise _error(where, field, f"not a Python literal: {text[:80]!r}") from None
+        raise _error(where, field, f"not a Python literal (only strings, numbers, lists and dicts are read): "
+                                   f"{text[:80]!r}") from None
 
 
 def _globalopinionqa(raw: dict, where: str, seed: int) -> dict:
     question = _text(raw, ("question",), where)
     name, options = _get(raw, ("options",), where)
-    options = _literal(options, where, name) if isinstance(options, str) else options
-    if not isinstance(options, list) or len(options) < 2 or not all(isinstance(o, (str, int, float)) for o in options):
-        raise _error(where, name, "expected a list of at least two options")
+    options = _literal(options, where, name, "[]") if isinstance(options, str) else options
+    if (not isinstance(options, list) or not 2 <= len(options) <= len(LETTERS)
+            or not all(isinstance(o, (str, int, float)) and not isinstance(o, bool) for o in options)):
+        raise _error(where, name, f"expected a list of 2 to {len(LETTERS)} options")
     key, selections = _get(raw, ("selections",), where)
-    selections = _literal(selections, where, key) if isinstance(selections, str) else selections
+    selections = _literal(selections, where, key, "{}") if isinstance(selections, str) else selections
     if not isinstance(selections, dict) or not selections:
         raise _error(where, key, "expected a mapping of country to option probabilities")
     survey = {}
     for country, probs in selections.items():
         if not isinstance(country, str) or not isinstance(probs, list) or len(probs) != len(options) or not all(
-                isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 0 for p in probs):
+                isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p) and p >= 0
+                for p in probs):
             raise _error(where, key, f"{country!r}: expected {len(options)} non-negative probabilities, one per option")
         survey[country] = [float(p) for p in probs]
-    qid = _qid(raw, ("id",), "globalopinionqa", f"{question}\0{options}")
-    return _fields(qid, question, "", str(raw.get("source") or "globalopinionqa"), "opinion",
-                   [str(o) for o in options], survey=json.dumps(survey, sort_keys=True))
+    source = str(raw.get("source") or "globalopinionqa").strip()
+    survey_json = json.dumps(survey, sort_keys=True)
+    # the survey is part of the content: one question asked with the same options in two waves
+    qid = _qid(raw, ("id",), "globalopinionqa", f"{source}\0{question}\0{options}\0{survey_json}")
+    return _fields(qid, question, "", source, "opinion", [str(o).strip() for o in options], survey=survey_json)
 
 
 CONVERTERS: dict[str, Callable[[dict, str, int], dict]] = {
@@ -220,7 +244,11 @@ CONVERTERS: dict[str, Callable[[dict, str, int], dict]] = {
 }
 
 
-def excluded(raw: Any, benchmark: str, keep_all: bool) -> bool:
-    """MMLU-Redux rows its annotators marked as erroneous are left out unless ``keep_all``."""
-    return (benchmark == "mmlu-redux" and not keep_all and isinstance(raw, dict)
-            and str(raw.get("error_type", "ok")).strip().lower() != "ok")
+def excluded(raw: Any, benchmark: str, keep_all: bool, where: str = "") -> bool:
+    """MMLU-Redux rows its annotators marked as erroneous (``error_type`` other than "ok":
+    wrong_groundtruth, no_correct_answer, multiple_correct_answers, bad_question_clarity, ...)
+    are left out unless ``keep_all``; a row without ``error_type`` is an error naming it."""
+    if benchmark != "mmlu-redux" or not isinstance(raw, dict):
+        return False
+    error_type = _text(raw, ("error_type",), where).lower()
+    return error_type != "ok" and not keep_all
