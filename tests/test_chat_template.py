@@ -7,7 +7,7 @@ import types
 from hypothesis import given, strategies as st
 
 from lmad.answers import THINK_REMOVED, extract_answer, strip_think
-from lmad.backends import backend_identity, open_backend
+from lmad.backends import backend_identity, open_backend, weights_identity
 from lmad.backends.base import ChatRequest
 from lmad.backends.openai_backend import OpenAIBackend, request_body
 from lmad.backends.scripted import ScriptedBackend
@@ -24,7 +24,8 @@ def test_openai_request_body_carries_the_kwargs():
     be = OpenAIBackend("qwen3-8b", "served", "http://127.0.0.1:1/v1", revision="r1", chat_template_kwargs=NO_THINK)
     spec = {"name": "qwen3-8b", "backend": "openai", "model": "served", "base_url": "x", "revision": "r1",
             "chat_template_kwargs": NO_THINK}
-    assert be.model_id == backend_identity(spec) == "qwen3-8b@r1+enable_thinking=false"
+    assert be.model_id == weights_identity(spec) == "qwen3-8b@r1+enable_thinking=false"
+    assert backend_identity(spec) == "qwen3-8b@r1+enable_thinking=false|openai"
 
 
 def test_vllm_chat_gets_the_kwargs():
@@ -66,7 +67,7 @@ def test_kwargs_change_the_cache_key(tmp_path):
     plain = {"name": "m", "backend": "scripted", "model": "m"}
     thinking_off = plain | {"chat_template_kwargs": NO_THINK}
     a, b = open_backend(plain, tmp_path), open_backend(thinking_off, tmp_path)
-    assert a.model_id == "m@test-double" and b.model_id != a.model_id
+    assert a.model_id == "m@test-double|scripted" and b.model_id != a.model_id
     assert REQ.key(a.model_id) != REQ.key(b.model_id)
     a.generate([REQ])
     b.generate([REQ])  # not served from a's entry

@@ -104,3 +104,12 @@ def test_a_store_of_the_old_identity_is_named_and_never_served(tmp_path, caplog)
     with caplog.at_level(logging.WARNING):
         assert issued(BASE["scripted"], tmp_path) == 5
     assert "not served" in caplog.text and str(tmp_path / "m_test-double") in caplog.text
+
+
+def test_a_long_batch_logs_done_total_speed_and_eta(tmp_path, caplog, monkeypatch):
+    monkeypatch.setenv("LMAD_PROGRESS_S", "0")
+    with caplog.at_level(logging.INFO, logger="lmad.backends.cache"):
+        issued(BASE["scripted"], tmp_path)
+    lines = [r.getMessage() for r in caplog.records if "calls," in r.getMessage()]
+    assert len(lines) == 5 and lines[-1].startswith("model m@test-double|scripted: 5/5 calls, ")
+    assert "generated tokens/s, ETA 0:00:00" in lines[-1]

@@ -29,8 +29,8 @@ def test_every_method_reads_every_surface_form_as_one_answer(run):
     preds = table(run, "oracle/*/predictions/*.parquet")
     assert set(preds["method"]) == {"cot", "sc", "mad", "truemad", "lmad"}
     expected = {"gsm8k": "1/2", "math500": "1/2", "mmlu": "B"}
-    for row in preds.to_dicts():
-        assert row["prediction_norm"] == expected[row["dataset"]], row
+    for row in preds.to_dicts():   # the canonical answer, whichever agent's form won the vote
+        assert row["prediction"] == expected[row["dataset"]], row
     lmad = preds.filter(pl.col("method") == "lmad")
     assert set(lmad["stop_reason"]) == {"agreement"}   # no conflict to localize: the agents agree
 

@@ -41,6 +41,7 @@ import secrets
 import socket
 import struct
 import sys
+import time
 from array import array
 from dataclasses import replace
 from pathlib import Path
@@ -389,6 +390,36 @@ class CallStore:
         self._readers.clear()
 
 
+class Progress:
+    """Done/total calls, tokens per second and an ETA in the job's log, every ``LMAD_PROGRESS_S``
+    seconds (default 30) while a batch of model calls runs: a 12-hour generation job says how
+    far it is. Cache hits are not counted (they cost nothing)."""
+
+    def __init__(self, model_id: str, total: int):
+        self.model_id, self.total, self.done, self.tokens = model_id, total, 0, 0
+        self.every = float(os.environ.get("LMAD_PROGRESS_S", "30"))
+        self.start = self.last = time.monotonic()
+
+    def step(self, tokens: int) -> None:
+        self.done += 1
+        self.tokens += tokens
+        now = time.monotonic()
+        if now - self.last < self.every and self.done < self.total:
+            return
+        if self.done == self.total and now - self.start < self.every:
+            return  # a short batch: the stage's own summary line says enough
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        eta = (self.total - self.done) * elapsed / self.done
+        log.info("model %s: %d/%d calls, %.1f generated tokens/s, ETA %s", self.model_id, self.done, self.total,
+                 self.tokens / elapsed, _clock(eta))
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
 def _legacy_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("[0-9a-f][0-9a-f]/*.json")) if folder.is_dir() else []
 
@@ -440,6 +471,7 @@ class CachedBackend(Backend):
                 todo[k] = i
         self.hits += sum(c is not None for c in out)
         pending = list(todo.items())
+        progress = Progress(self.model_id, len(pending))
         for start in range(0, len(pending), self.chunk_size):
             chunk = pending[start : start + self.chunk_size]
 
@@ -447,6 +479,7 @@ class CachedBackend(Backend):
                 key, i = chunk[j]
                 if out[i] is not None:
                     return
+                progress.step(completion.completion_tokens)
                 text, replaced = valid_unicode(completion.text)
                 if replaced:
                     self.sanitized += 1

@@ -99,6 +99,7 @@ class _StructuredOutputs:
 
 
 class VLLMBackend(Backend):
+    sampling: dict[str, Any] = {}  # config models.<name>.sampling; set per engine in __init__
     def __init__(self, name: str, model: str, revision: str | None = None, dtype: str = "auto",
                  tensor_parallel_size: int = 1, max_model_len: int | None = None,
                  gpu_memory_utilization: float = 0.85, enforce_eager: bool = False,

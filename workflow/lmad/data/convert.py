@@ -2,8 +2,17 @@
 
 Canonical record (a plain dict)::
 
-    {"qid", "dataset", "question", "context": [{"title", "sentences"}], "answer",
-     "aliases", "qtype", "supporting_facts": [{"title", "sent_id", "paragraph"}], "source"}
+    {"qid", "dataset", "benchmark", "question", "context": [{"title", "sentences"}], "answer",
+     "aliases", "qtype", "supporting_facts": [{"title", "sent_id", "paragraph"}], "source",
+     "answer_type", "choices", "choice_order", "survey"}
+
+``answer_type`` is the benchmark's ``ANSWER_TYPE`` (how replies are read and scored);
+``choices`` the option texts in the order shown to the model (``[]`` without options);
+``choice_order[i]`` the source index of the option shown at position ``i`` (``[]`` when
+shown as stored); ``survey`` GlobalOpinionQA's JSON object country -> one probability per
+option ("" otherwise). This module converts the multi-hop benchmarks; ``lmad.data.tasks``
+the math, multiple-choice, truthfulness and opinion ones (no passages: empty ``context``
+and ``supporting_facts``).
 
 ``paragraph`` is the supporting paragraph's index in ``context``. MuSiQue repeats titles
 (in 33 of 100 real dev questions another paragraph has a supporting paragraph's title), so

@@ -12,14 +12,23 @@ question is its letter.
 |---|---|---|
 | gsm8k | question, answer (worked solution ending ``#### n``) | openai/gsm8k (main) |
 | math500 | problem, answer, subject, unique_id | HuggingFaceH4/MATH-500 |
-| aime | id, problem, answer | Maxwell-Jia/AIME_2024 |
+| aime | id, problem, answer (or ID, Problem, Answer) | Maxwell-Jia/AIME_2024 |
 | amc12 | id, problem, answer | AI-MO/aimo-validation-amc |
-| olympiadbench | id, question, final_answer (list), is_multiple_answer, context, subfield | Hothan/OlympiadBench |
+| olympiadbench | id, question, final_answer (list), is_multiple_answer, unit, context, subfield | Hothan/OlympiadBench |
 | gpqa-diamond | Question, Correct Answer, Incorrect Answer 1-3, Record ID, Subdomain | Idavidrein/gpqa (gpqa_diamond) |
 | mmlu | question, subject, choices (4), answer (index or letter) | cais/mmlu |
 | mmlu-redux | MMLU's fields + error_type | edinburgh-dawg/mmlu-redux |
-| truthfulqa | question, mc1_targets {choices, labels} | truthfulqa/truthful_qa (multiple_choice) |
+| truthfulqa | question, mc1_targets {choices, labels} (or {option: label}) | truthfulqa/truthful_qa (multiple_choice) |
 | globalopinionqa | question, selections (Python-repr dict), options (Python-repr list), source | Anthropic/llm_global_opinions |
+
+Golds are kept as the source writes them (AMC's ``27.0``, AIME's ``025``, LaTeX); scoring
+(``lmad.answer_types``) normalises them. GSM8K's gold is the number after ``####``, thousands
+commas removed. Rows without an id get ``<benchmark>-`` + 12 hex digits of sha256 of their
+content (GSM8K: the question; MMLU: subject, question, options; TruthfulQA: the question;
+GlobalOpinionQA: source, question, options and survey). OlympiadBench's ``context`` goes
+before the question and its ``unit`` is named after it. GlobalOpinionQA's reprs are read as
+literals only (``ast.literal_eval`` of the ``{...}`` / ``[...]`` text, a ``defaultdict(<class
+'list'>, ...)`` wrapper removed first), never evaluated.
 """
 from __future__ import annotations
 
@@ -102,9 +111,9 @@ def _math500(raw: dict, where: str, seed: int) -> dict:
 
 def _numeric_contest(benchmark: str) -> Callable[[dict, str, int], dict]:
     def convert(raw: dict, where: str, seed: int) -> dict:
-        problem = _text(raw, ("problem", "question"), where)
-        return _fields(_qid(raw, ("id", "ID", "url"), benchmark, problem), problem, _text(raw, ("answer",), where),
-                       benchmark, "numeric")
+        problem = _text(raw, ("problem", "Problem", "question"), where)
+        return _fields(_qid(raw, ("id", "ID", "url"), benchmark, problem), problem,
+                       _text(raw, ("answer", "Answer"), where), benchmark, "numeric")
     return convert
 
 
@@ -113,6 +122,9 @@ def _olympiadbench(raw: dict, where: str, seed: int) -> dict:
     context = raw.get("context")
     if isinstance(context, str) and context.strip():
         question = f"{context.strip()}\n\n{question}"
+    unit = raw.get("unit")
+    if isinstance(unit, str) and unit.strip():  # the gold is the bare value; the unit is part of the problem
+        question = f"{question}\nThe unit of the answer is {unit.strip()}."
     name, finals = _get(raw, ("final_answer",), where)
     if isinstance(finals, str):
         finals = [finals]
