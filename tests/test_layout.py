@@ -71,11 +71,14 @@ def test_a_society_method_has_its_own_folder_and_parses_back():
 def test_schema_dataset_types_are_the_benchmarks_the_loaders_and_scorer_know():
     from lmad.answers import SCORING_RULES
     from lmad.data import DATASETS
+    from lmad.data.convert import ANSWER_TYPE
     from lmad.paper import DATASET_LABELS
 
     props = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())["properties"]
     types = props["datasets"]["additionalProperties"]["properties"]["type"]["enum"]
-    assert sorted(types) == sorted(DATASETS) == sorted(SCORING_RULES) == sorted(DATASET_LABELS)
+    assert sorted(types) == sorted(DATASETS) == sorted(ANSWER_TYPE) == sorted(DATASET_LABELS)
+    # official span/yes-no scripts for the benchmarks the judge scores; the others are scored by their type
+    assert sorted(SCORING_RULES) == sorted(b for b, t in ANSWER_TYPE.items() if t in ("span", "yes_no"))
 
 
 def test_registry():

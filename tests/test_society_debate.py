@@ -144,8 +144,8 @@ def test_the_round_job_opens_one_backend_per_distinct_perturbation(tmp_path):
     members = society_members("top_k", str(path), None, model, str(tmp_path / "cache"), base)
     assert [m.agent.temperature for m in members] == [0.5, 0.1, 0.9, 0.9]
     assert members[1].backend is base and members[0].backend is members[2].backend is not base
-    assert members[0].backend.model_id.endswith("+perturb=seed1:scale0.001")
-    assert members[3].backend.model_id.endswith("+perturb=seed2:scale0.001")
+    assert members[0].backend.model_id.endswith("+perturb=seed1:scale0.001|scripted")
+    assert members[3].backend.model_id.endswith("+perturb=seed2:scale0.001|scripted")
     assert len(society_members("top_k", str(path), 2, model, str(tmp_path / "cache"), base)) == 2  # dMAD's two
     assert society_members(None, None, None, model, "", base) == []
 

@@ -136,7 +136,7 @@ def test_society_lmad_agents_are_the_members_and_iteration0_is_their_pool_calls(
         mine = pool[(r["qid"], member.name)]
         assert (r["temperature"], r["seed"], r["response"]) == (member.temperature, mine["seed"], mine["response"])
         assert r["seed"] == derive_seed(0, r["qid"], "society", member.name)
-    base, bent = "scripted@test-double", "scripted@test-double+perturb=seed1:scale0.001"
+    base, bent = "scripted@test-double|scripted", "scripted@test-double+perturb=seed1:scale0.001|scripted"
     assert set(job.sent) == {base, bent}
     # one batch per set of weights: the perturbed member's 6 openings alone on its weights
     assert [len(b) for b in job.sent[bent]][:1] == [6] and {r.temperature for r in job.sent[bent][0]} == {0.9}
@@ -196,14 +196,14 @@ def test_layer_a_asks_a_society_members_turn_in_its_own_conversation_on_its_weig
         assert any(messages == turn and debater_model == model_id
                    for (_, messages), debater_model in debater.items()), system(q)[:80]
     assert any(system(q).startswith(so.PERSONAS["skeptic"]) for _, q in asked)
-    assert {m for m, _ in asked} == {"scripted@test-double", "scripted@test-double+perturb=seed1:scale0.001"}
+    assert {m for m, _ in asked} == {"scripted@test-double|scripted", "scripted@test-double+perturb=seed1:scale0.001|scripted"}
 
 
 def test_without_a_society_unit_the_stages_need_no_society_file(job):
     """The plain unit alone: no society file is read and nothing runs on perturbed weights."""
     job.members = None
     run_iteration(job, ["lmad"], 0)
-    assert set(job.sent) == {"scripted@test-double"}
+    assert set(job.sent) == {"scripted@test-double|scripted"}
     with pytest.raises(ValueError, match="no society file"):
         run_iteration(job, ["lmad+top-k"], 0)
 

@@ -11,7 +11,10 @@
 
 from ..registry import METHODS
 
-DATASET_LABELS = {"hotpotqa": "HotpotQA", "2wikimultihopqa": "2Wiki", "musique": "MuSiQue", "strategyqa": "StrategyQA"}
+DATASET_LABELS = {"hotpotqa": "HotpotQA", "2wikimultihopqa": "2Wiki", "musique": "MuSiQue", "strategyqa": "StrategyQA",
+                  "gsm8k": "GSM8K", "math500": "MATH500", "aime": "AIME", "amc12": "AMC12",
+                  "olympiadbench": "OlympiadBench", "gpqa-diamond": "GPQA-Diamond", "mmlu": "MMLU",
+                  "mmlu-redux": "MMLU-Redux", "truthfulqa": "TruthfulQA", "globalopinionqa": "GlobalOpinionQA"}
 
 
 def label(name: str) -> str:
