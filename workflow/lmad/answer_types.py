@@ -717,30 +717,13 @@ def majority_vote(
     norms = [canonical(a or "", answer_type) for a in answers]
     group = [""] * n
     reps: list[str] = []
-    votes: dict[str, int] = {}
     for i in order:
-        g = ""
         if norms[i]:
-            g = next((r for r in reps if _equiv(r, norms[i], answer_type)), "")
-            if not g:
-                g = norms[i]
-                reps.append(g)
-        group[i] = g
-        votes[g] = votes.get(g, 0) + 1
-
-    nonempty = {k: v for k, v in votes.items() if k}
-    if not nonempty:
-        return "", {"votes": votes, "tie": False, "winner_norm": "", "strict_majority": False}
-    top = max(nonempty.values())
-    tied = [k for k, v in nonempty.items() if v == top]  # already in agent order
-    winner = tied[0]
-    rep = next(i for i in order if group[i] == winner)
-    return answers[rep], {
-        "votes": votes,
-        "tie": len(tied) > 1,
-        "winner_norm": winner,
-        "strict_majority": top * 2 > n,
-    }
+            group[i] = next((r for r in reps if _equiv(r, norms[i], answer_type)), "")
+            if not group[i]:
+                group[i] = norms[i]
+                reps.append(norms[i])
+    return _answers.tally(answers, order, group)
 
 
 def all_agree(answers: Sequence[str], answer_type: str = "span") -> bool:

@@ -481,26 +481,24 @@ def majority_vote(
     n = len(answers)
     order = agent_order(n, order_key)
 
-    norms = [normalize_answer(a or "") for a in answers]
+    return tally(answers, order, [normalize_answer(a or "") for a in answers])
+
+
+def tally(answers: Sequence[str], order: Sequence[int], keys: Sequence[str]) -> tuple[str, dict]:
+    """:func:`majority_vote`'s count and result, given each answer's group key ("" for no
+    answer) and the agent order; shared with the typed vote (``answer_types.majority_vote``)."""
     votes: dict[str, int] = {}
     for i in order:
-        votes[norms[i]] = votes.get(norms[i], 0) + 1
-
+        votes[keys[i]] = votes.get(keys[i], 0) + 1
     nonempty = {k: v for k, v in votes.items() if k}
     if not nonempty:
-        return "", {
-            "votes": votes, "tie": False, "winner_norm": "", "strict_majority": False,
-        }
+        return "", {"votes": votes, "tie": False, "winner_norm": "", "strict_majority": False}
     top = max(nonempty.values())
     tied = [k for k, v in nonempty.items() if v == top]  # already in agent order
     winner = tied[0]
-    rep = next(i for i in order if norms[i] == winner)
-    return answers[rep], {
-        "votes": votes,
-        "tie": len(tied) > 1,
-        "winner_norm": winner,
-        "strict_majority": top * 2 > n,
-    }
+    rep = next(i for i in order if keys[i] == winner)
+    return answers[rep], {"votes": votes, "tie": len(tied) > 1, "winner_norm": winner,
+                          "strict_majority": top * 2 > len(answers)}
 
 
 def all_agree(answers: Sequence[str]) -> bool:
