@@ -50,6 +50,8 @@ __all__ = [
 ]
 
 ANSWER_TYPES = ("span", "yes_no", "numeric", "math", "choice", "opinion")
+#: the free-form types: read by the multi-hop rules, scored by official EM/F1 and the LLM judge
+FREE_FORM = ("span", "yes_no")
 
 #: The answer-format lines of the multi-hop QA prompts (the source of truth; solver.py's
 #: ``ANSWER_LINES`` holds the same text under the same keys).
@@ -606,7 +608,7 @@ def extract(text, answer_type: str, n_choices: int = 0, choices: Sequence[str] =
     Empty (or non-str) text gives ``("", "empty")``.  Never raises on the text.
     """
     _check_type(answer_type)
-    if answer_type in ("span", "yes_no"):
+    if answer_type in FREE_FORM:
         return _answers.extract_answer(text, yes_no=answer_type == "yes_no")
     if not isinstance(text, str):
         return "", "empty"
@@ -646,7 +648,7 @@ def canonical(answer, answer_type: str) -> str:
     _check_type(answer_type)
     if not isinstance(answer, str):
         return ""
-    if answer_type in ("span", "yes_no"):
+    if answer_type in FREE_FORM:
         return _answers.normalize_answer(answer)
     if answer_type == "numeric":
         return _canonical_numeric(answer)
@@ -695,7 +697,7 @@ def is_correct(pred, golds, answer_type: str, rules: str = "hotpotqa") -> bool |
     if answer_type == "opinion":
         return None
     gs = [g for g in _gold_list(golds) if isinstance(g, str)]
-    if answer_type in ("span", "yes_no"):
+    if answer_type in FREE_FORM:
         return bool(gs) and _answers.exact_match(pred if isinstance(pred, str) else "", gs, rules) > 0
     return any(equivalent(pred, g, answer_type) for g in gs)
 

@@ -28,9 +28,15 @@ def score_expr(metric: str) -> pl.Expr:
     scored by its answer type's rule (numbers, expressions, letters) is never sent to the judge:
     its judge score is the rule's."""
     if metric == "judge":
-        return (pl.when(pl.col("judge_verdict") == "rule").then(pl.col("correct").cast(pl.Float64))
-                .otherwise(pl.col("judge_correct").fill_null(0.0)))
+        return judge_or_rule(pl.col("judge_correct").fill_null(0.0))
     return pl.col(metric)
+
+
+def judge_or_rule(judged: pl.Expr | None = None) -> pl.Expr:
+    """Per prediction: the rule's decision where its type is rule-scored (judge_verdict "rule"),
+    else ``judged`` (default: the judge's decision as recorded, null when unscored)."""
+    judged = pl.col("judge_correct") if judged is None else judged
+    return pl.when(pl.col("judge_verdict") == "rule").then(pl.col("correct").cast(pl.Float64)).otherwise(judged)
 
 
 def score_vectors(judged: pl.DataFrame, method: str, score: pl.Expr,

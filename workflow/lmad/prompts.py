@@ -14,7 +14,7 @@ from pathlib import Path
 from string import Template
 from typing import Sequence
 
-from .answer_types import ANSWER_LINES, answer_instruction
+from .answer_types import ANSWER_LINES, FREE_FORM, answer_instruction
 
 _SECTION = re.compile(r"^### (system|user)\s*$", re.MULTILINE)
 
@@ -126,10 +126,10 @@ def question_fields(question: dict, context: Sequence[dict] | None = None) -> di
 
     context = question["context"] if context is None else context
     kind = question.get("answer_type") or "span"
-    family = "passages" if context or kind in ("span", "yes_no") else kind
+    family = "passages" if context or kind in FREE_FORM else kind
     intro, debate, evidence = _TASK_TEXT[family]
     text = format_context(context)
-    if kind in ("span", "yes_no"):
+    if kind in FREE_FORM:
         line, form = ANSWER_LINES[answer_type(question)], "<short answer>"
     else:
         line, form = answer_instruction(kind, len(question.get("choices") or [])), _ANSWER_FORM[kind]

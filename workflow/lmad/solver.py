@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable, Sequence
 
-from .answer_types import canonical
+from .answer_types import FREE_FORM, canonical
 from .answer_types import extract as extract_typed
 from .answers import extract_answer, is_yes_no_question, normalize_answer
 from .backends import Backend, ChatRequest
@@ -20,8 +20,6 @@ def derive_seed(base: int, *parts) -> int:
     """A 31-bit seed from the run seed and a call's identity, stable across machines."""
     blob = "\x00".join(map(str, (base, *parts))).encode()
     return int(hashlib.sha256(blob).hexdigest()[:8], 16) & 0x7FFFFFFF
-
-
 
 
 def answer_type(question: dict) -> str:
@@ -77,7 +75,7 @@ def reader_of(question: dict) -> Reader:
     """The reading of this question's replies: its answer type (span for the multi-hop sets),
     yes/no for a yes/no question, and the options a choice question lists."""
     kind = question.get("answer_type") or "span"
-    if kind in ("span", "yes_no"):
+    if kind in FREE_FORM:
         return ("span", job_yes_no(question), ())
     return (kind, False, tuple(question.get("choices") or ()))
 

@@ -8,7 +8,7 @@ import polars as pl
 
 from .. import layout
 from ..atomic import write_text
-from ..answer_types import is_correct
+from ..answer_types import FREE_FORM, is_correct
 from ..answers import score, scoring_rules
 from ..backends import ChatRequest, open_backend
 from ..headline import validation_line
@@ -28,7 +28,7 @@ RULE = "rule"
 def rule_scored(question: dict) -> bool:
     """Whether a question's answers are scored by a rule rather than an LLM judge: every answer
     type but spans and yes/no, whose judge decides what a free-form answer means."""
-    return (question.get("answer_type") or "span") not in ("span", "yes_no")
+    return (question.get("answer_type") or "span") not in FREE_FORM
 
 
 def parse_verdict(text: str) -> str:
@@ -105,25 +105,22 @@ def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> lis
     for p in preds:
         q = qs[p["qid"]]
         golds = [q["answer"], *q["aliases"]]
+        reply = replies.get(id(p))
         if rule_scored(q):  # EM and F1 are the rule's accuracy; opinion questions have no gold
             correct = is_correct(p["prediction"], golds, q["answer_type"])
-            em = None if correct is None else float(correct)
-            rows.append({
-                "qid": p["qid"], "dataset": q["dataset"], "method": p["method"], "prediction": p["prediction"],
-                "gold": q["answer"], "aliases": q["aliases"], "judge_model": judge_model, "judge_verdict": RULE,
-                "judge_correct": None, "judge_raw": f"<scored by the {q['answer_type']} rule: not sent to the judge>",
-                "correct": correct, "em": em, "f1": em, **_call(None)})
-            continue
-        em, f1 = score(p["prediction"], golds, scoring_rules(q["benchmark"]))
-        reply = replies.get(id(p))
-        # an empty prediction is wrong without asking the judge
-        verdict = parse_verdict(reply.text) if reply else "incorrect"
+            em = f1 = None if correct is None else float(correct)
+            verdict, raw = RULE, f"<scored by the {q['answer_type']} rule: not sent to the judge>"
+        else:
+            em, f1 = score(p["prediction"], golds, scoring_rules(q["benchmark"]))
+            correct = em > 0
+            # an empty prediction is wrong without asking the judge
+            verdict = parse_verdict(reply.text) if reply else "incorrect"
+            raw = reply.text if reply else "<empty prediction: not sent to the judge>"
         rows.append({
             "qid": p["qid"], "dataset": q["dataset"], "method": p["method"], "prediction": p["prediction"],
             "gold": q["answer"], "aliases": q["aliases"], "judge_model": judge_model,
-            "judge_verdict": verdict, "judge_correct": VERDICTS.get(verdict),
-            "judge_raw": reply.text if reply else "<empty prediction: not sent to the judge>",
-            "correct": em > 0, "em": em, "f1": f1, **_call(reply),
+            "judge_verdict": verdict, "judge_correct": VERDICTS.get(verdict), "judge_raw": raw,
+            "correct": correct, "em": em, "f1": f1, **_call(reply),
         })
     return rows
 

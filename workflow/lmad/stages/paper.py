@@ -17,7 +17,7 @@ from ..paper import headroom as hr
 from ..paper import label
 from ..display import fmt, markdown
 from ..paper.tables import AVG, latex, table1_block, table1_frame_rows, table1_latex, table1_markdown, table2_block
-from ..headline import Headline, headline, score_expr, score_vectors
+from ..headline import Headline, headline, judge_or_rule, score_expr, score_vectors
 from ..answers import normalize_answer
 from ..protocols.lmad.commit_guard import CHECKS as CHECK_ORDER
 from ..registry import TABLE2_METHODS
@@ -317,8 +317,7 @@ def headroom_frame(questions: list[str], proposals: list[str], judgments: list[s
                 continue
             flags = [hr.question_flags(answers[r["qid"]], r["prediction"], golds[(d, r["qid"])])
                      for r in sub.to_dicts()]
-            judge = sub.select(pl.when(pl.col("judge_verdict") == "rule").then(pl.col("correct").cast(pl.Float64))
-                               .otherwise(pl.col("judge_correct"))).to_series().mean()
+            judge = sub.select(judge_or_rule()).to_series().mean()
             rows.append({"backbone": b, "dataset": d, "method": m,
                          **hr.summarize(flags, f"{b}/{d}/{m}", None if judge is None else 100 * judge)})
     frame = pl.DataFrame(rows)

@@ -65,25 +65,25 @@ def _short(answer: str, reader: Reader | bool) -> str:
     return read_answer(answer, reader)[0]
 
 
-def parse_judge(text: str, yes_no: Reader | bool = False) -> Verdict:
+def parse_judge(text: str, reader: Reader | bool = False) -> Verdict:
     """``{"decided": bool, "answer": str}``; a decision without a usable answer is not one."""
     obj, error = _load_object(text, {"decided", "answer"})
     if error:
         return Verdict(False, "", error)
     if not isinstance(obj["decided"], bool):
         return Verdict(False, "", "'decided' must be true or false")
-    answer = _short(obj["answer"], yes_no)
+    answer = _short(obj["answer"], reader)
     if obj["decided"] and not normalize_answer(answer):
         return Verdict(False, "", "decided without an answer")
     return Verdict(obj["decided"], answer if obj["decided"] else "")
 
 
-def parse_moderator(text: str, yes_no: Reader | bool = False) -> Verdict:
+def parse_moderator(text: str, reader: Reader | bool = False) -> Verdict:
     """``{"answer": str}`` with a non-empty answer."""
     obj, error = _load_object(text, {"answer"})
     if error:
         return Verdict(False, "", error)
-    answer = _short(obj["answer"], yes_no)
+    answer = _short(obj["answer"], reader)
     if not normalize_answer(answer):
         return Verdict(False, "", "empty answer")
     return Verdict(True, answer)
