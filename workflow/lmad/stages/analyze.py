@@ -27,10 +27,12 @@ def summarize(backbone: str, judged: pl.DataFrame, preds: pl.DataFrame) -> pl.Da
     acc = judged.group_by("dataset", "method").agg(
         pl.len().alias("n"), (pl.col("judge_correct").is_null() & (pl.col("judge_verdict") != "rule")).sum().alias("n_unscored"),
         score_expr("judge").mean().alias("judge_acc"), pl.col("em").mean(), pl.col("f1").mean(),
-        score_expr("judge").alias("_judge"), pl.col("em").alias("_em"))
-    acc = acc.with_columns(pl.struct("_judge", "_em").map_elements(
-        lambda r: cohen_kappa(r["_judge"], r["_em"]), return_dtype=pl.Float64).alias("judge_em_kappa")
-    ).drop("_judge", "_em")
+        score_expr("judge").alias("_judge"), pl.col("em").alias("_em"),
+        (pl.col("judge_verdict") == "rule").all().alias("_ruled"))
+    # a rule-scored set has no judge verdicts to compare with EM: no kappa (it would be 1 by construction)
+    acc = acc.with_columns(pl.when(pl.col("_ruled")).then(None).otherwise(pl.struct("_judge", "_em").map_elements(
+        lambda r: cohen_kappa(r["_judge"], r["_em"]), return_dtype=pl.Float64)).alias("judge_em_kappa")
+    ).drop("_judge", "_em", "_ruled")
     return acc.join(costs, on=["dataset", "method"], how="left").with_columns(
         pl.lit(backbone).alias("backbone"), pl.col("n").cast(pl.Int64), pl.col("n_unscored").cast(pl.Int64))
 
@@ -109,7 +111,9 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
                       for d in deltas]),
             "\nEvery metric (%, macro-average over datasets). Judge accuracy counts an unscored reply as "
             "incorrect; κ = Cohen's kappa between judge verdicts and EM on the same predictions (mean over "
-            "datasets). EM/F1 by each benchmark's official rules. The judge "
+            "datasets). EM/F1 by each benchmark's official rules; on number, expression and multiple-choice sets "
+            "both are the answer type's accuracy (numeric or expression equivalence, the letter), and no judge is "
+            "asked. The judge "
             + ("passed validation.\n" if head.judge_passed else "FAILED validation." + (
                 " (shown: config analysis.metric asks for it)\n" if head.metric == "judge" else
                 " Its accuracy is withheld; κ shows how it disagrees with EM.\n")),
