@@ -30,9 +30,9 @@ def summarize(backbone: str, judged: pl.DataFrame, preds: pl.DataFrame) -> pl.Da
         score_expr("judge").alias("_judge"), pl.col("em").alias("_em"),
         (pl.col("judge_verdict") == "rule").all().alias("_ruled"))
     # a rule-scored set has no judge verdicts to compare with EM: no kappa (it would be 1 by construction)
-    acc = acc.with_columns(pl.when(pl.col("_ruled")).then(None).otherwise(pl.struct("_judge", "_em").map_elements(
-        lambda r: cohen_kappa(r["_judge"], r["_em"]), return_dtype=pl.Float64)).alias("judge_em_kappa")
-    ).drop("_judge", "_em", "_ruled")
+    acc = acc.with_columns(pl.struct("_judge", "_em", "_ruled").map_elements(
+        lambda r: None if r["_ruled"] else cohen_kappa(r["_judge"], r["_em"]), return_dtype=pl.Float64
+    ).alias("judge_em_kappa")).drop("_judge", "_em", "_ruled")
     return acc.join(costs, on=["dataset", "method"], how="left").with_columns(
         pl.lit(backbone).alias("backbone"), pl.col("n").cast(pl.Int64), pl.col("n_unscored").cast(pl.Int64))
 
@@ -82,6 +82,8 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
     judged = pl.concat([read_table("judgments", p) for p in judgments])
     preds = pl.concat([read_table("predictions", p) for p in predictions])
     head = headline(metric, read_table("judge_validation", validation).row(0, named=True))
+    ruled = judged.group_by("dataset").agg((pl.col("judge_verdict") == "rule").all().alias("ruled")).filter("ruled")
+    judged_sets = [d for d in datasets if d not in set(ruled["dataset"])]  # κ compares a judge with EM
     summary = summarize(backbone, judged, preds)
     write_table("accuracy", summary, accuracy, provenance)
 
@@ -110,8 +112,8 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
                        f"{pct(d['delta'], True)} [{pct(d['ci_lo'], True)}, {pct(d['ci_hi'], True)}]"]
                       for d in deltas]),
             "\nEvery metric (%, macro-average over datasets). Judge accuracy counts an unscored reply as "
-            "incorrect; κ = Cohen's kappa between judge verdicts and EM on the same predictions (mean over "
-            "datasets). EM/F1 by each benchmark's official rules; on number, expression and multiple-choice sets "
+            "incorrect; κ = Cohen's kappa between judge verdicts and EM on the same predictions (mean over the "
+            "datasets a judge scored). EM/F1 by each benchmark's official rules; on number, expression and multiple-choice sets "
             "both are the answer type's accuracy (numeric or expression equivalence, the letter), and no judge is "
             "asked. The judge "
             + ("passed validation.\n" if head.judge_passed else "FAILED validation." + (
@@ -120,7 +122,7 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
             markdown(["Method", "Judge acc.", "Unscored", "κ (judge, EM)", "EM", "F1"],
                      [[m, pct(_macro_of(summary, m, "judge_acc", datasets)) if head.judge_shown else "FAILED",
                        f"{unscored[m]['n_unscored']}/{unscored[m]['n']}" if m in unscored else "–",
-                       fmt(_macro_of(summary, m, "judge_em_kappa", datasets)),
+                       fmt(_macro_of(summary, m, "judge_em_kappa", judged_sets) if judged_sets else None),
                        pct(_macro_of(summary, m, "em", datasets)), pct(_macro_of(summary, m, "f1", datasets))]
                       for m in methods]),
             "\nCost per question (mean over datasets):\n",
