@@ -1,6 +1,7 @@
 localrules:
     analyze,
     plot_accuracy,
+    replicates,
 
 
 rule analyze:
@@ -44,3 +45,26 @@ rule plot_accuracy:
         "../envs/pipeline.yaml"
     script:
         "../workflow/scripts/plot_accuracy.py"
+
+
+# Seeded replicates (config `seeds`): each backbone's headline accuracy, mean ± sample SD over
+# its replicates' analyze tables.
+rule replicates:
+    input:
+        accuracies=lambda w: [layout.analysis(layout.run_name(w.model, s), "accuracy.parquet") for s in SEEDS],
+        validation=judge_validation_file(),
+    output:
+        table=layout.analysis("{model}", "replicates.parquet"),
+        csv=layout.analysis("{model}", "replicates.csv"),
+        md=layout.analysis("{model}", "replicates.md"),
+    log:
+        "logs/{model}/replicates.log",
+    wildcard_constraints:
+        model="|".join(map(re.escape, config["backbones"])),
+    params:
+        backbone=lambda w: w.model,
+        **run_scope("methods", "datasets", "metric"),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/replicates.py"

@@ -39,7 +39,11 @@ check_config(config, allow_test_double=os.environ.get("LMAD_ALLOW_TEST_DOUBLE") 
 LMAD_CHAIN_PRIORITY = 10
 
 DATASETS = list(config["datasets"])
-BACKBONES = config["backbones"]
+# A backbone wildcard names a run (lmad.layout.runs): the backbone, or one replicate of it,
+# {backbone}/seed{s}, when the config lists `seeds`. Model lookups go through
+# layout.model_of; call seeds through call_seed.
+SEEDS = config.get("seeds") or []
+BACKBONES = layout.runs(config["backbones"], SEEDS)
 JUDGE = config["judge"]["model"]
 LMAD_METHODS = names("lmad", config["methods"])
 DEBATE_METHODS = [m for m in config["methods"] if METHODS[m].family == "debate"]  # config order
@@ -57,7 +61,7 @@ WORK_DATASETS = [w for d in DATASETS for w in shard_names(d, SHARDS)]
 wildcard_constraints:
     dataset="|".join(re.escape(w) for w in WORK_DATASETS),
     shard=r"\d+",
-    backbone="|".join(BACKBONES),
+    backbone="|".join(map(re.escape, BACKBONES)),
     stage="cot|proposals",
     # rule predict's methods (single-round) and debate_round's; lmad_predict and debate_predict
     # serve every method of their family in one job, with no method wildcard
@@ -85,7 +89,14 @@ BACKBONE_N = config.get("backbone_n") or {}
 
 
 def questions_path(backbone, work_dataset):
-    return layout.questions(work_dataset, backbone if backbone in BACKBONE_N else None)
+    return layout.questions(work_dataset, backbone if layout.model_of(backbone) in BACKBONE_N else None)
+
+
+def call_seed(wildcards):
+    """The seed a job's model calls derive from: its replicate's, else the config's. Question
+    sampling, option permutations, batteries and the bootstrap always use config `seed`."""
+    replicate = layout.replicate_of(wildcards.backbone)
+    return config["seed"] if replicate is None else replicate
 
 
 def question_tables(wildcards):
@@ -153,7 +164,9 @@ def shard_parts(wildcards):
 
 
 def model_spec(name):
-    """A model's config entry, with the converted-weights folder for GGUF sources."""
+    """A model's config entry (``name``: the model, or a run of it), with the converted-weights
+    folder for GGUF sources."""
+    name = layout.model_of(name)
     spec = {"name": name, **config["models"][name]}
     if "gguf" in spec:
         spec["model"] = f"resources/models/{name}"
@@ -164,11 +177,12 @@ def model_spec(name):
 
 
 def model_files(name):
+    name = layout.model_of(name)
     return [f"resources/models/{name}"] if "gguf" in config["models"][name] else []
 
 
 def model_threads(name):
-    return config["models"][name].get("threads", 1)
+    return config["models"][layout.model_of(name)].get("threads", 1)
 
 
 def judge_params():
@@ -188,13 +202,13 @@ def model_resources(name=None, wildcard="backbone", models=None):
     model that does not set it gets None, i.e. the resource is left unset)."""
     if name is not None:
         return model_sizing(config["models"], name)
-    models = BACKBONES if models is None else models
+    models = config["backbones"] if models is None else models
     keys = sorted(set().union(*(model_sizing(config["models"], m) for m in models)))
     return {key: _wildcard_resource(key, wildcard) for key in keys}
 
 
 def _wildcard_resource(key, wildcard):
-    return lambda wildcards: model_sizing(config["models"], getattr(wildcards, wildcard)).get(key)
+    return lambda wildcards: model_sizing(config["models"], layout.model_of(getattr(wildcards, wildcard))).get(key)
 
 
 def dataset_spec(name):
@@ -238,7 +252,8 @@ def judge_validation_file(name="validation.parquet"):
 
 
 def all_outputs():
-    return [layout.analysis(b, name) for b in BACKBONES for name in ("table.md", "accuracy.png")] + [
+    replicates = [layout.analysis(b, "replicates.md") for b in config["backbones"]] if SEEDS else []
+    return [layout.analysis(b, name) for b in BACKBONES for name in ("table.md", "accuracy.png")] + replicates + [
         layout.MANIFEST, judge_validation_file("validation.md"), *paper_outputs()]
 
 

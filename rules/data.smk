@@ -24,7 +24,7 @@ rule backbone_questions:
     log:
         "logs/{backbone}/backbone_questions/{dataset}.log",
     params:
-        n=lambda w: BACKBONE_N[w.backbone],
+        n=lambda w: BACKBONE_N[layout.model_of(w.backbone)],
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"

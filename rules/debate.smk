@@ -29,7 +29,7 @@ rule debate_round:
         manners=lambda w: list(debate_setting(w.debate_method).manners),
         max_tokens=config["solver"]["max_tokens"],
         aux_max_tokens=config["debate"]["max_tokens"],
-        seed=config["seed"],
+        seed=call_seed,
         **persistence_params(),
     conda:
         "../envs/pipeline.yaml"

@@ -99,7 +99,7 @@ rule lmad_self_report:
     params:
         **model_params(),
         max_tokens=config["lmad"]["max_tokens"]["debater"],
-        seed=config["seed"],
+        seed=call_seed,
         **persistence_params(),
     conda:
         "../envs/pipeline.yaml"

@@ -21,7 +21,7 @@ rule generate:
         stage=lambda w: w.stage,
         temperatures=lambda w: stage_temperatures(w.stage),
         max_tokens=config["solver"]["max_tokens"],
-        seed=config["seed"],
+        seed=call_seed,
     conda:
         "../envs/pipeline.yaml"
     threads: lambda w: model_threads(w.backbone)

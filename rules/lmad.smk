@@ -31,7 +31,7 @@ if LMAD_METHODS:
             **lmad_params(),
             temperatures=config["agents"]["temperatures"],
             max_tokens=config["solver"]["max_tokens"],
-            seed=config["seed"],
+            seed=call_seed,
         conda:
             "../envs/pipeline.yaml"
         threads: lambda w: model_threads(w.backbone)
@@ -113,7 +113,7 @@ if LMAD_METHODS:
             **lmad_params(),
             rounds=config["lmad"]["local_rounds"],
             temperatures=config["agents"]["temperatures"],
-            seed=config["seed"],
+            seed=call_seed,
             max_tokens=config["lmad"]["max_tokens"]["debater"],
         conda:
             "../envs/pipeline.yaml"

@@ -27,7 +27,7 @@ if "sc-matched" in config["methods"]:
             temperatures=config["agents"]["temperatures"],
             max_samples=config["sc_matched"]["max_samples"],
             max_tokens=config["solver"]["max_tokens"],
-            seed=config["seed"],
+            seed=call_seed,
         conda:
             "../envs/pipeline.yaml"
         threads: lambda w: model_threads(w.backbone)

@@ -209,7 +209,7 @@ rule paper_dynamics:
             "lmad.paper.dynamics.correctness_by_round",
             "lmad.paper.dynamics.answers_by_qid",
         ),
-        backbones=config["backbones"],
+        backbones=BACKBONES,
     conda:
         "../envs/pipeline.yaml"
     script:

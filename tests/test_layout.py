@@ -47,8 +47,10 @@ def test_parse_reads_the_end_of_a_path():
     """Tables kept outside ./results (tests, tools) parse the same."""
     at = layout.parse("/tmp/x/y/qwen/2wikimultihopqa/mad/round0.parquet")
     assert (at.backbone, at.dataset, at.method, at.round) == ("qwen", "2wikimultihopqa", "mad", 0)
+    at = layout.parse("results/qwen/seed2/analysis/table.md")
+    assert (at.kind, at.backbone, at.stage) == ("analysis", "qwen/seed2", "table.md")
     with pytest.raises(ValueError, match="not a path of the results layout"):
-        layout.parse("results/qwen/analysis/table.md")
+        layout.parse("results/paper/table1.md")
 
 
 def test_schema_method_enums_are_the_registry():

@@ -23,7 +23,9 @@ dataset or method a table belongs to ask it, instead of counting path segments.
     results/manifest.json
 
 A dataset here is a work dataset: a configured dataset or one of its shards
-(``{dataset}.shard{s}``, rules/shards.smk).
+(``{dataset}.shard{s}``, rules/shards.smk). A backbone here is a *run*: the backbone's name,
+or ``{backbone}/seed{s}`` for replicate s when the config lists ``seeds`` (:func:`runs`), so
+replicates sit side by side under their backbone and never overwrite each other.
 """
 from __future__ import annotations
 
@@ -32,6 +34,29 @@ from dataclasses import dataclass
 
 ROOT = "results"
 _SHARD = re.compile(r"\.shard\d+$")
+_REPLICATE = re.compile(r"^(?P<model>[^/]+)/seed(?P<seed>-?\d+)$")
+
+
+def run_name(backbone: str, seed: int | None = None) -> str:
+    """The results folder of one replicate of a backbone (no seed: the run has no replicates)."""
+    return backbone if seed is None else f"{backbone}/seed{seed}"
+
+
+def runs(backbones, seeds=None) -> list[str]:
+    """Every run of a config: each backbone once, or once per seed of ``seeds`` (config order)."""
+    return [run_name(b, s) for b in backbones for s in (seeds or [None])]
+
+
+def model_of(run: str) -> str:
+    """The backbone (model name) a run belongs to."""
+    m = _REPLICATE.match(run)
+    return m["model"] if m else run
+
+
+def replicate_of(run: str) -> int | None:
+    """The replicate seed of a run; None for a run without replicates."""
+    m = _REPLICATE.match(run)
+    return int(m["seed"]) if m else None
 
 
 def shard_name(dataset: str, shard) -> str:
@@ -141,21 +166,23 @@ class Location:
 
 
 _SEG = r"[^/]+"
+_RUN = r"[^/]+(?:/seed-?\d+)?"
 # Matched against the end of a path (tests and tools may keep results outside ./results);
 # the questions pattern alone needs the root to tell results/data/ from results/{backbone}/data/.
 _PATTERNS = [
-    ("questions", rf"(?:^|/){ROOT}/(?:(?P<backbone>{_SEG})/)?data/(?P<dataset>{_SEG})\.parquet$"),
-    ("samples", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/samples/(?P<stage>{_SEG})\.parquet$"),
-    ("predictions", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/predictions/(?P<method>{_SEG})\.parquet$"),
-    ("judgments", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/judgments\.parquet$"),
-    ("finalized", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/finalizers\.parquet$"),
-    ("society", rf"(?P<backbone>{_SEG})/societies/(?P<stage>{_SEG})\.parquet$"),
-    ("lmad_table", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/iter(?P<iteration>\d+)/"
+    ("questions", rf"(?:^|/){ROOT}/(?:(?P<backbone>{_RUN})/)?data/(?P<dataset>{_SEG})\.parquet$"),
+    ("samples", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/samples/(?P<stage>{_SEG})\.parquet$"),
+    ("predictions", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/predictions/(?P<method>{_SEG})\.parquet$"),
+    ("judgments", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/judgments\.parquet$"),
+    ("finalized", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/finalizers\.parquet$"),
+    ("society", rf"(?:^|/)(?P<backbone>{_RUN})/societies/(?P<stage>{_SEG})\.parquet$"),
+    ("lmad_table", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/iter(?P<iteration>\d+)/"
                    rf"(?P<stage>{_SEG})\.parquet$"),
-    ("lmad_trace", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/trace\.parquet$"),
-    ("debate_round", rf"(?P<backbone>{_SEG})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/round(?P<round>\d+)"
+    ("lmad_trace", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/trace\.parquet$"),
+    ("debate_round", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/round(?P<round>\d+)"
                      r"(?P<part>_steps|_state)?\.parquet$"),
-    ("disagreement", rf"(?P<backbone>{_SEG})/disagreement/(?P<stage>{_SEG})\.parquet$"),
+    ("disagreement", rf"(?:^|/)(?P<backbone>{_RUN})/disagreement/(?P<stage>{_SEG})\.parquet$"),
+    ("analysis", rf"(?:^|/)(?P<backbone>{_RUN})/analysis/(?P<stage>{_SEG})$"),
 ]
 _COMPILED = [(kind, re.compile(pattern)) for kind, pattern in _PATTERNS]
 

@@ -85,6 +85,13 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("judge_acc", _f64), ("em", _f64), ("f1", _f64), ("judge_em_kappa", _f64),
         ("calls_per_q", _f64), ("prompt_tokens_per_q", _f64), ("completion_tokens_per_q", _f64),
     ]), ["backbone", "dataset", "method"]),
+    # one backbone's headline accuracy across its seeded replicates (rule replicates): per replicate
+    # (seeds, values: fractions in seed order), the mean and the sample SD (null for one replicate);
+    # dataset "Avg." is each replicate's macro-average over the datasets
+    "replicates": (pl.Schema([
+        ("backbone", _str), ("dataset", _str), ("method", _str), ("metric", _str), ("seeds", pl.List(_int)),
+        ("values", pl.List(_f64)), ("n_replicates", _int), ("mean", _f64), ("sd", _f64),
+    ]), ["backbone", "method", "dataset"]),
     # ---- LMAD (lmad.protocols.lmad): one table per stage per iteration, then the trace ----
     # one agent's chain of a disagreeing question: extractor output, quality flags, fallback
     "lmad_chains": (pl.Schema([

@@ -29,6 +29,19 @@ def macro_average(values: Mapping[str, float]) -> float:
     return math.fsum(float(v) for v in values.values()) / len(values)
 
 
+def mean_sd(values: Sequence[float]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation (n − 1) of replicate values: the TrueMAD paper's
+    "mean ± sample SD over seeds". None for a mean of nothing and for the SD of one value
+    (one replicate has no spread to estimate)."""
+    xs = [float(v) for v in values]
+    if not xs:
+        return None, None
+    mean = math.fsum(xs) / len(xs)
+    if len(xs) == 1:
+        return mean, None
+    return mean, math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+
+
 def mean_interval(values: Sequence[float]) -> tuple[float, float, float]:
     """Mean and its normal-approximation 95 % interval; NaN where undefined (no value; one value
     has no spread to estimate)."""

@@ -60,8 +60,9 @@ def table1_frame_rows(backbone: str, block: list[dict], columns: Sequence[str], 
     out = []
     for row in block:
         ci_row = ci if row["dataset"] == AVG and ci else (None, None)
+        sd = {f"{m}_sd": row["sd"][m] for m in columns} if "sd" in row else {}
         out.append({"backbone": backbone, "dataset": row["dataset"],
-                    **{m: row["values"][m] for m in columns},
+                    **{m: row["values"][m] for m in columns}, **sd,
                     "strongest_baseline": row["strongest"], "best": row["best"], "delta": row["delta"],
                     "delta_ci_lo": ci_row[0], "delta_ci_hi": ci_row[1]})
     return out
@@ -71,6 +72,7 @@ def _cell(row: dict, m: str, style: str) -> str:
     text = fmt(row["values"][m])
     if text == "–":
         return text
+    text += _sd_text(row, m, style)
     if style == "md":
         if m == row["strongest"]:
             text = f"<u>{text}</u>"
@@ -82,6 +84,14 @@ def _cell(row: dict, m: str, style: str) -> str:
         if m == row["best"] or (row["best"] and row["values"][m] == row["values"][row["best"]]):
             text = rf"\textbf{{{text}}}"
     return text
+
+
+def _sd_text(row: dict, m: str, style: str) -> str:
+    """" ± SD" of a cell pooled over seeded replicates (a row without ``sd`` has none)."""
+    sd = row.get("sd", {}).get(m)
+    if sd is None:
+        return ""
+    return f" ± {fmt(sd)}" if style == "md" else rf" $\pm$ {fmt(sd)}"
 
 
 def _delta_text(row: dict, ci: tuple | None, style: str) -> str:

@@ -13,9 +13,10 @@ from ..headline import headline, score_expr, score_vectors
 from ..judge_battery import cohen_kappa
 from ..schemas import read_table, write_table
 from ..societies import held_out_note
-from ..stats import macro_average, paired_bootstrap_diff
+from ..stats import macro_average, mean_sd, paired_bootstrap_diff
 
 log = logging.getLogger(__name__)
+AVG = "Avg."
 
 
 def summarize(backbone: str, judged: pl.DataFrame, preds: pl.DataFrame) -> pl.DataFrame:
@@ -132,6 +133,63 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
             held_out_note(methods)]
     write_text(table_md, "".join(text))
     log.info("wrote %s (headline %s)", table_md, head.metric)
+
+
+def replicate_rows(summaries: dict[int, pl.DataFrame], column: str, datasets: list[str], methods: list[str]
+                   ) -> list[dict]:
+    """Per (dataset, method) and per method's macro-average (dataset "Avg."), each replicate's
+    ``column`` of its accuracy summary, in seed order, and their mean and sample SD. A replicate
+    missing a cell leaves the cell out of that replicate (the count says how many remain)."""
+    seeds = sorted(summaries)
+    cells = {s: {(r["dataset"], r["method"]): r[column] for r in summaries[s].to_dicts()} for s in seeds}
+    rows = []
+    for m in methods:
+        for d in [*datasets, AVG]:
+            per = {}
+            for s in seeds:
+                v = _macro({x: cells[s].get((x, m)) for x in datasets}) if d == AVG else cells[s].get((d, m))
+                if v is not None and np.isfinite(v):
+                    per[s] = float(v)
+            mean, sd = mean_sd(list(per.values()))
+            rows.append({"dataset": d, "method": m, "seeds": list(per), "values": list(per.values()),
+                         "n_replicates": len(per), "mean": mean, "sd": sd})
+    return rows
+
+
+def replicates(accuracies: list[str], validation: str, table: str, csv: str, md: str, backbone: str,
+               methods: list[str], datasets: list[str], metric: str, provenance: dict) -> None:
+    """One backbone's headline accuracy over its seeded replicates: mean ± sample SD per cell
+    (lmad.stats.mean_sd); each replicate's own table (and its Δ test) is in its run's folder."""
+    from ..layout import parse, replicate_of
+
+    head = headline(metric, read_table("judge_validation", validation).row(0, named=True))
+    summaries = {replicate_of(parse(p).backbone or ""): read_table("accuracy", p) for p in accuracies}
+    if None in summaries:
+        raise ValueError(f"replicates of {backbone}: an accuracy table outside a seed{{s}}/ folder in {accuracies}")
+    rows = [{"backbone": backbone, "metric": head.metric, **r}
+            for r in replicate_rows(summaries, head.accuracy_column, datasets, methods)]
+    write_table("replicates", rows, table, provenance)
+    write_csv(csv, pl.DataFrame([{k: v for k, v in r.items() if k not in ("seeds", "values")} for r in rows]))
+    by = {(r["dataset"], r["method"]): r for r in rows}
+    seeds = sorted(summaries)
+    body = [[d] + [_mean_sd_text(by[(d, m)], len(seeds)) for m in methods] for d in [*datasets, AVG]]
+    write_text(md, "".join([
+        f"# {head.short} (%) — backbone `{backbone}`, {len(seeds)} replicates (seeds {', '.join(map(str, seeds))})\n\n",
+        head.banner(), markdown(["Dataset", *methods], body),
+        "\nMean ± sample SD (n − 1) over the replicates of each cell's headline metric; Avg. = each replicate's "
+        "macro-average over the datasets, then mean ± SD. A replicate changes only the call seeds (same questions, "
+        "same option order). Each replicate's Δ test (paired bootstrap over questions) is in its own table, "
+        f"results/{backbone}/seed{{s}}/analysis/table.md; Table 1 averages each question's score over the "
+        "replicates before its bootstrap.\n"]))
+    log.info("wrote %s (%d replicates)", md, len(seeds))
+
+
+def _mean_sd_text(row: dict, n_seeds: int) -> str:
+    """"mean ± SD"; a cell that fewer replicates than the run's have says how many."""
+    if row["mean"] is None:
+        return "–"
+    text = pct(row["mean"]) + (f" ± {pct(row['sd'])}" if row["sd"] is not None else "")
+    return text if row["n_replicates"] == n_seeds else f"{text} (n = {row['n_replicates']})"
 
 
 def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: list[str], datasets: list[str],

@@ -27,7 +27,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, layout
 from ..atomic import write_text
 from ..layout import shard_names
 from ..smk import stats_path
@@ -110,7 +110,8 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
     backbones, judge = list(config["backbones"]), config["judge"]["model"]
     logs_root = Path(logs_dir)
     work = [w for d in config["datasets"] for w in shard_names(d, config.get("shards", 1))]
-    logs = stage_logs(logs_root, backbones, work, list(config["methods"]))
+    runs = layout.runs(backbones, config.get("seeds"))  # a replicate's logs are under logs/{backbone}/seed{s}/
+    logs = stage_logs(logs_root, runs, work, list(config["methods"]))
     logs += sorted((logs_root / "judge_validation").glob(f"{judge}.log"))  # the judge's known-answer battery
     counts = count_loads(logs, logs_root, judge)
     models = {}
@@ -129,6 +130,7 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
         **git_state(repo),
         "snakemake_version": snakemake_version,
         "backbones": backbones,
+        "seeds": config.get("seeds"),
         "judge": judge,
         "model_loads": {name: m["loads"] for name, m in models.items()},
         "models": models,

@@ -1,0 +1,99 @@
+"""Seeded replicates (config `seeds`): each replicate changes only the call seeds, lives in its own
+results folder, and the tables report mean ± sample SD over the replicates."""
+import json
+import math
+import statistics
+
+import polars as pl
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import REPO, make_config, scripted_model, snakemake, write_config
+from lmad import layout
+from lmad.stages.analyze import replicate_rows
+from lmad.stats import mean_sd
+
+METHODS = ("cot", "sc", "mad")
+
+
+@given(st.lists(st.floats(0, 1), min_size=0, max_size=6))
+def test_mean_sd_is_the_sample_sd(xs):
+    mean, sd = mean_sd(xs)
+    if not xs:
+        assert (mean, sd) == (None, None)
+        return
+    assert math.isclose(mean, statistics.fmean(xs), abs_tol=1e-12)
+    assert sd is None if len(xs) == 1 else math.isclose(sd, statistics.stdev(xs), abs_tol=1e-9)
+
+
+@given(st.integers(-3, 40), st.sampled_from(["m", "org-model.v2"]))
+def test_a_replicate_run_names_its_backbone_and_seed(seed, model):
+    run = layout.run_name(model, seed)
+    assert (layout.model_of(run), layout.replicate_of(run)) == (model, seed)
+    assert (layout.model_of(model), layout.replicate_of(model)) == (model, None)
+    where = layout.parse(layout.predictions(run, "hotpotqa", "cot"))
+    assert (where.backbone, where.dataset, where.method) == (run, "hotpotqa", "cot")
+
+
+def test_replicate_rows_skip_a_missing_cell_and_macro_average_per_replicate():
+    summaries = {0: pl.DataFrame({"dataset": ["a", "b"], "method": ["m", "m"], "em": [0.5, 1.0]}),
+                 1: pl.DataFrame({"dataset": ["a"], "method": ["m"], "em": [0.25]})}
+    rows = {r["dataset"]: r for r in replicate_rows(summaries, "em", ["a", "b"], ["m"])}
+    assert rows["a"]["values"] == [0.5, 0.25] and math.isclose(rows["a"]["sd"], statistics.stdev([0.5, 0.25]))
+    assert rows["b"]["seeds"] == [0] and rows["b"]["sd"] is None        # one replicate: no spread
+    assert rows["Avg."]["values"] == [0.75] and rows["Avg."]["n_replicates"] == 1  # replicate 1 lacks b
+
+
+def _stats(workdir, run):
+    return json.loads((workdir / "logs" / run / "generate" / "proposals.stats.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def replicated(tmp_path_factory):
+    """One run at seed 0 without replicates, then the same config with seeds [0, 1]."""
+    workdir = tmp_path_factory.mktemp("replicates")
+    datasets = {"mmlu": {"source": "local", "path": str(REPO / "data" / "demo" / "mmlu.jsonl"), "n": 10},
+                "hotpotqa": {"source": "jsonl", "path": str(REPO / "data" / "demo" / "hotpotqa.jsonl"), "n": 1}}
+    config = make_config(workdir, models={"scripted": {**scripted_model(), "responder": "seeded_oracle:respond"}},
+                         methods=METHODS, datasets=datasets, debate={"rounds": 1})
+    env = {"PYTHONPATH": f"{REPO / 'tests'}:{REPO / 'workflow'}"}
+    snakemake(workdir, env=env)
+    single = {p.relative_to(workdir / "results" / "scripted"): pl.read_parquet(p)
+              for p in (workdir / "results" / "scripted").glob("*/predictions/*.parquet")}
+    write_config(workdir, config | {"seeds": [0, 1]})
+    snakemake(workdir, env=env)
+    return workdir, config, single
+
+
+def test_the_replicate_at_the_config_seed_repeats_the_single_run_calls(replicated):
+    workdir, _, single = replicated
+    same, other = _stats(workdir, "scripted/seed0"), _stats(workdir, "scripted/seed1")
+    assert same["calls"] > 0 and same["hits"] == same["calls"]          # every call already stored
+    assert other["misses"] == other["calls"]                             # new call seeds: new calls
+    for rel, frame in single.items():                                    # and the same predictions
+        assert pl.read_parquet(workdir / "results" / "scripted" / "seed0" / rel).equals(frame), rel
+
+
+def test_replicates_have_their_own_results_and_a_mean_sd_table(replicated):
+    workdir, config, _ = replicated
+    root = workdir / "results" / "scripted"
+    runs = {s: pl.read_parquet(root / f"seed{s}" / "analysis" / "accuracy.parquet") for s in (0, 1)}
+    table = pl.read_parquet(root / "analysis" / "replicates.parquet")
+    assert set(table["method"]) == set(METHODS)
+    for row in table.filter(pl.col("dataset") != "Avg.").to_dicts():
+        values = [runs[s].filter((pl.col("dataset") == row["dataset"]) & (pl.col("method") == row["method"]))["em"][0]
+                  for s in (0, 1)]
+        assert row["seeds"] == [0, 1] and row["values"] == values
+        assert math.isclose(row["sd"], statistics.stdev(values), abs_tol=1e-12)
+    assert table.filter(pl.col("dataset") == "mmlu")["sd"].max() > 0     # the replicates differ
+    md = (root / "analysis" / "replicates.md").read_text()
+    assert "2 replicates (seeds 0, 1)" in md and " ± " in md
+    t1 = pl.read_csv(workdir / "results" / "paper" / "table1.csv")
+    assert t1["backbone"].unique().to_list() == ["scripted"]             # one row block, not one per replicate
+    assert "cot_sd" in t1.columns
+    assert "mean ± sample SD over the 2 seeded replicates" in (workdir / "results" / "paper" / "table1.md").read_text()
+    manifest = json.loads((workdir / "results" / "manifest.json").read_text())
+    assert manifest["seeds"] == [0, 1] and manifest["model_loads"]["scripted"] >= 1
+    assert yaml.safe_load((workdir / "config.yaml").read_text())["seeds"] == [0, 1]
