@@ -105,6 +105,18 @@ _TASK_TEXT = {
     "choice": ("multiple-choice questions", "multiple-choice questions", "using only facts you are sure of"),
     "opinion": ("survey questions by choosing one of the options", "survey questions", "giving your honest reasons"),
 }
+# What a template calls the question and its evidence, by the same families: ``question_kind``
+# ("a $question_kind": each starts with a consonant), ``evidence`` (plural and without its article:
+# "the $evidence", "the given $evidence", "do the $evidence support") and ``quote_source`` (the
+# evidence before a noun: "$quote_source text"). A task without passages quotes its own statement
+# and options (the commit guard's ``evidence_of``), so its evidence is the problem or question.
+_TASK_NOUNS = {
+    "passages": ("multi-hop question", "passages", "passage"),
+    "numeric": ("math problem", "conditions of the problem", "problem"),
+    "math": ("competition math problem", "conditions of the problem", "problem"),
+    "choice": ("multiple-choice question", "question and its options", "question"),
+    "opinion": ("survey question", "question and its options", "question"),
+}
 _ANSWER_FORM = {"numeric": "<number>", "math": "<final answer>", "choice": "<letter>", "opinion": "<letter>"}
 
 
@@ -120,19 +132,21 @@ def question_fields(question: dict, context: Sequence[dict] | None = None) -> di
     """The fields every template may use about its question: ``passages`` (the numbered
     paragraphs under a heading, or nothing when the question has none), ``context``, the
     question with its options, the task's wording (``task_intro``, ``task_debate``,
-    ``evidence_rule``) and the answer format (``answer_line``, ``answer_form``) of its answer
-    type. ``context`` replaces the question's paragraphs (distractors dropped to fit a window)."""
+    ``evidence_rule``; ``question_kind``, ``evidence``, ``quote_source``) and the answer format
+    (``answer_line``, ``answer_form``) of its answer type. ``context`` replaces the question's
+    paragraphs (distractors dropped to fit a window)."""
     from .solver import answer_type  # solver renders through this module
 
     context = question["context"] if context is None else context
     kind = question.get("answer_type") or "span"
     family = "passages" if context or kind in FREE_FORM else kind
     intro, debate, evidence = _TASK_TEXT[family]
+    kind_noun, evidence_noun, quote_source = _TASK_NOUNS[family]
     text = format_context(context)
     if kind in FREE_FORM:
         line, form = ANSWER_LINES[answer_type(question)], "<short answer>"
     else:
         line, form = answer_instruction(kind, len(question.get("choices") or [])), _ANSWER_FORM[kind]
     return {"context": text, "passages": f"Passages:\n{text}\n\n" if context else "", "question": question_text(question),
-            "task_intro": intro, "task_debate": debate, "evidence_rule": evidence, "answer_line": line,
-            "answer_form": form}
+            "task_intro": intro, "task_debate": debate, "evidence_rule": evidence, "question_kind": kind_noun,
+            "evidence": evidence_noun, "quote_source": quote_source, "answer_line": line, "answer_form": form}
