@@ -77,6 +77,7 @@ rule paper_table2:
             "lmad.stages.paper.gate_activated",
             "lmad.stages.paper.guard_rejections",
             "lmad.stages.paper._contains_gold",
+            "lmad.stages.units.read_golds",
             "lmad.paper.tables.table2_block",
         ),
     conda:
@@ -123,6 +124,9 @@ rule paper_headroom:
             "lmad.stages.paper.headroom_frame",
             "lmad.paper.headroom.question_flags",
             "lmad.paper.headroom.summarize",
+            "lmad.answer_types.gold_correct",
+            "lmad.answer_types.majority_vote",
+            "lmad.stages.units.read_golds",
             "lmad.paper.dynamics.answers_by_qid",
         ),
     conda:
@@ -154,6 +158,9 @@ rule paper_figures:
             "lmad.paper.figures.rounds",
             "lmad.paper.figures.lmad_trace",
             "lmad.paper.figures.select_trace_questions",
+            "lmad.answer_types.gold_correct",
+            "lmad.answer_types.majority_vote",
+            "lmad.stages.units.read_golds",
             "lmad.paper.dynamics.dynamics",
             "lmad.paper.dynamics.correctness_by_round",
             "lmad.paper.dynamics.answers_by_qid",
@@ -208,6 +215,9 @@ rule paper_dynamics:
             "lmad.paper.dynamics.dynamics",
             "lmad.paper.dynamics.correctness_by_round",
             "lmad.paper.dynamics.answers_by_qid",
+            "lmad.answer_types.gold_correct",
+            "lmad.answer_types.majority_vote",
+            "lmad.stages.units.read_golds",
         ),
         backbones=BACKBONES,
     conda:

@@ -33,7 +33,9 @@ if FINALIZE["enabled"]:
             methods=finalizer_methods(),
             code=code_hash("lmad.stages.readout.readout_table", "lmad.stages.readout.method_costs",
                            "lmad.stages.readout._figure_readout", "lmad.paper.readout.readout_rows",
-                           "lmad.paper.readout.with_average", "lmad.paper.readout.lift_cells"),
+                           "lmad.paper.readout.with_average", "lmad.paper.readout.lift_cells",
+                           "lmad.answer_types.gold_correct", "lmad.answer_types.majority_vote",
+                           "lmad.answer_types.same_answer", "lmad.stages.units.read_golds"),
         conda:
             "../envs/pipeline.yaml"
         script:

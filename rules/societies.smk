@@ -7,7 +7,7 @@
 
 if SOCIETIES["enabled"]:
     if SOCIETIES["pool"]["perturbations"]:
-        for _b in BACKBONES:
+        for _b in config["backbones"]:
             if config["models"][_b]["backend"] not in ("transformers", "scripted"):
                 raise ValueError(f"societies.pool.perturbations: backbone {_b} ({config['models'][_b]['backend']}) "
                                  "cannot load perturbed weights; only the transformers backend can")
@@ -36,6 +36,7 @@ if SOCIETIES["enabled"]:
             selection_fraction=SOCIETIES["selection_fraction"],
             max_tokens=config["solver"]["max_tokens"],
             seed=config["seed"],
+            call_seed=call_seed,
         conda:
             "../envs/pipeline.yaml"
         threads: lambda w: model_threads(w.backbone)
@@ -57,7 +58,8 @@ if SOCIETIES["enabled"]:
             sc_min_support=SOCIETIES["sc_min_support"],
             default_temperatures=config["agents"]["temperatures"],
             code=code_hash("lmad.stages.societies.select_societies", "lmad.societies.greedy",
-                           "lmad.societies.support_scores", "lmad.societies.evaluate"),
+                           "lmad.societies.support_scores", "lmad.societies.evaluate",
+                           "lmad.societies.society_scores"),
         conda:
             "../envs/pipeline.yaml"
         script:

@@ -411,3 +411,74 @@ def test_answer_instructions():
     assert at.extract("Answer: 12", "numeric") == ("12", "answer_line")
     assert at.extract("Answer: C", "choice") == ("C", "answer_line")
     assert at.extract("Answer: \\frac{3}{4}", "math") == ("3/4", "answer_line")
+
+
+# --------------------------------------------------------------------------
+# a question's gold, as the analyses use it
+# --------------------------------------------------------------------------
+
+def _question(answer, answer_type=None, aliases=(), benchmark="x"):
+    return {"qid": "q1", "dataset": "d", "benchmark": benchmark, "answer": answer, "aliases": list(aliases),
+            "answer_type": answer_type}
+
+
+def test_gold_of_a_question_row():
+    g = at.gold_of(_question("\\frac{1}{2}", "math", ["0.5"], "math500"))
+    assert (tuple(g), g.answer_type, g.rules) == (("\\frac{1}{2}", "0.5"), "math", "hotpotqa")
+    assert at.gold_of(_question("no", None, benchmark="strategyqa")).rules == "yes_no"
+    assert at.gold_of(_question("Paris", "span", benchmark="musique.shard2")).rules == "musique"
+    assert at.gold_of(_question("Paris")) == at.Gold(("Paris",))  # no type, unknown benchmark: span, default rules
+    assert at.golds_of([_question("B", "choice")]) == {("d", "q1"): at.Gold(("B",), "choice")}
+    assert at.as_gold(["Paris", None]) == at.Gold(("Paris",)) and at.as_gold("Paris") == at.Gold(("Paris",))
+    with pytest.raises(ValueError, match="unknown answer type"):
+        at.Gold(("x",), "essay")
+
+
+@pytest.mark.parametrize("answer_type, gold, right, wrong", [
+    ("math", "\\frac{1}{2}", ["1/2", "0.5", "\\dfrac{1}{2}", "$\\frac12$"], ["12", "2", ""]),
+    ("numeric", "-3", ["-3", "-3.0", "−3"], ["3", ""]),
+    ("choice", "B", ["(B)", "B", "b", "**B**"], ["C", "(C)", ""]),
+    ("choice", "A", ["(A)", "A"], ["a rise"]),
+])
+def test_gold_correct_by_the_answer_type(answer_type, gold, right, wrong):
+    g = at.Gold((gold,), answer_type)
+    assert all(at.gold_correct(a, g) for a in right)
+    assert not any(at.gold_correct(a, g) for a in wrong)
+
+
+def test_span_rules_would_get_typed_answers_wrong():
+    # the reason the analyses take the gold's type
+    assert not answers.exact_match("1/2", ["\\frac{1}{2}"]) and not answers.exact_match("0.5", ["\\frac{1}{2}"])
+    assert answers.exact_match("3", ["-3"]) and not at.gold_correct("3", at.Gold(("-3",), "numeric"))
+
+
+def test_opinion_questions_have_no_right_answer():
+    assert not at.gold_correct("A", at.Gold(("A",), "opinion"))
+
+
+spans = st.one_of(st.sampled_from(["Paris", "paris.", "The Paris", "", "yes", "No", "1/2", "-3", "A", "a"]), st.text())
+
+
+@FAST
+@given(pred=st.one_of(spans, st.none()), golds=st.lists(spans, max_size=3),
+       rules=st.sampled_from(["hotpotqa", "musique", "yes_no"]))
+def test_span_gold_correct_is_official_em(pred, golds, rules):
+    em = bool(answers.exact_match(pred or "", golds, rules))
+    assert at.gold_correct(pred, golds) == em == at.gold_correct(pred, at.Gold(tuple(golds), "span", rules))
+    assert at.gold_correct(pred, at.Gold(tuple(golds), "yes_no", rules)) == em
+
+
+@FAST
+@given(a=spans, b=spans, answer_type=st.sampled_from(["span", "yes_no"]))
+def test_span_keys_and_sameness_are_the_normalization(a, b, answer_type):
+    assert at.group_keys([a, b], answer_type) == [answers.normalize_answer(a), answers.normalize_answer(b)]
+    assert at.same_answer(a, b, answer_type) == (answers.normalize_answer(a) == answers.normalize_answer(b))
+    assert at.key_of(a, {"answer_type": answer_type}) == answers.normalize_answer(a)
+
+
+def test_group_keys_follow_the_typed_vote():
+    assert at.group_keys(["0.5", "1/2", "", "\\frac{1}{2}", "3"], "math") == ["1/2", "1/2", "", "1/2", "3"]
+    assert at.group_keys(["(B)", "B", "c"], "choice") == ["B", "B", "C"]
+    assert at.same_answer("", "", "math") and at.same_answer("(B)", "B", "choice")
+    assert not at.same_answer("", "B", "choice") and not at.same_answer("1/2", "2", "math")
+    assert at.key_of("(b)", {"answer_type": "choice"}) == "B" and at.type_of({}) == "span"

@@ -180,6 +180,16 @@ def test_vote_tie_goes_to_the_lowest_agent_index():
     assert all((p["prediction"], p["stop_reason"]) == ("Beta", "vote_tie") for p in preds.values())
 
 
+
+def test_a_choice_questions_prediction_is_keyed_by_its_reader():
+    """The stop state's key is the answer type's (the letter "B"), not the span normalization ("b")."""
+    mcq = [q | {"answer_type": "choice", "choices": ["Alpha", "Beta", "Gamma", "Delta"], "benchmark": "gpqa-diamond"}
+           for q in QUESTIONS]
+    respond = lambda req: f"Answer: {['(B)', 'B', 'C'][PERSONAS.index(req.temperature)]}"  # noqa: E731
+    _, preds, _ = debate("mad", respond, questions=mcq, rounds=1)
+    assert {(p["prediction"], p["prediction_norm"], p["stop_reason"]) for p in preds.values()} == {("B", "B", "vote")}
+
+
 # ------------------------------------------------------------------------------- dMAD
 
 def dmad_responder(judge, moderator='{"answer": "Beta"}'):

@@ -158,3 +158,25 @@ def test_by_method_splits_by_count():
     assert by_method("s", ["a", "b", "c"], [2, 0, 1], ["a1", "a2", "c1"]) == [["a1", "a2"], [], ["c1"]]
     with pytest.raises(ValueError, match="expecting"):
         by_method("s", ["a", "b"], [1, 1], ["a1"])
+
+
+def test_self_consistency_votes_and_keys_by_the_answer_type(tmp_path):
+    """SC's vote groups "0.5" with "1/2" (a math question) and "(B)" with "B" (a choice question);
+    the prediction's key is the type's canonical form."""
+    from lmad.stages.predict import predict
+
+    def qs(qid, answer_type, answer, choices=()):
+        return {"qid": qid, "dataset": "set", "benchmark": "set", "question": "?", "context": [], "answer": answer,
+                "aliases": [], "qtype": "", "supporting_facts": [], "source": "test", "answer_type": answer_type,
+                "choices": list(choices), "choice_order": [], "survey": ""}
+
+    write_table("questions", [qs("q1", "math", "\\frac{1}{2}"), qs("q2", "choice", "B", "wxyz")], tmp_path / "q.parquet")
+    said = {"q1": ["3", "0.5", "1/2"], "q2": ["C", "(B)", "B"]}
+    write_table("samples", [{"qid": q, "stage": "proposals", "round": 0, "agent": i, "temperature": 0.1, "seed": i,
+                             "response": a, "answer": a, "answer_norm": a, "answer_method": "answer_line",
+                             "prompt_tokens": 1, "completion_tokens": 1, "finish_reason": "stop", "cached": False}
+                            for q, answers in said.items() for i, a in enumerate(answers)], tmp_path / "s.parquet")
+    predict(str(tmp_path / "q.parquet"), str(tmp_path / "s.parquet"), str(tmp_path / "p.parquet"), "sc", {})
+    got = {r["qid"]: (r["prediction"], r["prediction_norm"], r["stop_reason"])
+           for r in read_table("predictions", tmp_path / "p.parquet").to_dicts()}
+    assert got == {"q1": ("0.5", "1/2", "vote"), "q2": ("(B)", "B", "vote")}

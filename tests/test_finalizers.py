@@ -177,6 +177,64 @@ def _demo_questions():
     return select(load_jsonl(REPO / "data" / "demo" / "hotpotqa.jsonl", "hotpotqa"), 2, 0)
 
 
+
+# ---- typed questions: candidates, votes and keys by the answer type
+
+def typed_question(qid, answer_type, answer, choices=()):
+    return question(qid) | {"dataset": "set", "answer_type": answer_type, "answer": answer, "choices": list(choices)}
+
+
+def typed_ballot(answers, qid, answer_type, answer, choices=(), t=0):
+    return Ballot(qid, "set", "mad", t, t, list(answers), typed_question(qid, answer_type, answer, choices))
+
+
+def test_equivalent_answers_are_one_candidate_and_vote_together():
+    """Math: "1/2" and "0.5" are one candidate (span normalization keeps them apart and ties with
+    "3"); choice: "(B)" and "B"; the prediction's key is the type's canonical form."""
+    assert [(c.norm, c.count) for c in candidates(["3", "1/2", "0.5"], "math")] == [("1/2", 2), ("3", 1)]
+    assert [c.count for c in candidates(["3", "1/2", "0.5"])] == [1, 1, 1]
+    bs = [typed_ballot(["3", "1/2", "0.5"], "q1", "math", "\\frac{1}{2}"),
+          typed_ballot(["C", "(B)", "B"], "q2", "choice", "B", ["w", "x", "y", "z"])]
+    rows, calls, _ = run(bs, verifier_says({}), names=["vote", "vote_judge"])
+    assert calls == []  # no tie: no judge
+    assert [(rows[(q, 0, "vote")]["prediction"], rows[(q, 0, "vote")]["prediction_norm"]) for q in ("q1", "q2")] == [
+        ("1/2", "1/2"), ("(B)", "B")]
+    assert rows[("q1", 0, "vote")]["counts"] == [2, 1] and not rows[("q2", 0, "vote")]["tie"]
+
+
+def test_the_judge_reply_is_matched_by_the_types_key():
+    assert parse_judge_choice("0.5", ["1/2", "3"], "math") == (0, "")
+    assert parse_judge_choice("(B)", ["C", "B"], "choice") == (1, "")
+    assert parse_judge_choice("0.5", ["1/2", "3"])[0] is None
+
+
+def test_lvd_keeps_the_vote_when_it_picks_an_equivalent_answer():
+    verified = verifier_says({"0.5": "Paris is the capital of France.", "1/2": "Paris is the capital of France."})
+    rows, _, _ = run([typed_ballot(["1/2", "0.5", "3"], "q1", "math", "\\frac{1}{2}")], verified, names=["lvd"])
+    assert (rows[("q1", 0, "lvd")]["prediction"], rows[("q1", 0, "lvd")]["source"]) == ("1/2", "lvd_unchanged")
+
+
+def test_readout_of_typed_questions_counts_equivalent_answers_right_and_unturned():
+    """A finalizer's "0.5" against the round's vote "1/2" is no overturn; both are the gold
+    "\\frac{1}{2}"; "(B)" and "B" alike."""
+    import polars as pl
+
+    from lmad.answer_types import Gold
+    from lmad.paper.readout import readout_rows
+
+    bs = [typed_ballot(["1/2", "0.5", "3"], "q1", "math", "\\frac{1}{2}"),
+          typed_ballot(["(B)", "B", "C"], "q2", "choice", "B", ["w", "x", "y", "z"])]
+    rows, _, _ = run(bs, verifier_says({}), names=["vote"])
+    frame = pl.DataFrame([r | {"backbone": "bb", "prediction": {"q1": "0.5", "q2": "B"}[r["qid"]]}
+                          for r in rows.values()])
+    golds = {("set", "q1"): Gold(("\\frac{1}{2}",), "math"), ("set", "q2"): Gold(("B",), "choice")}
+    (row,) = readout_rows(frame, golds, {})
+    assert (row["vote_acc"], row["hit_rate"], row["final_em"], row["round_vote_acc"], row["overturns"]) == (
+        100, 100, 100, 100, 0)
+    (span,) = readout_rows(frame, {k: list(g) for k, g in golds.items()}, {})
+    assert span["final_em"] == 50 and span["overturns"] == 50  # as spans: 0.5 is not 1/2, nor the gold
+
+
 # ---- the readout: the headroom identity with every finalizer, at every round
 
 ROUND = st.lists(answer, min_size=1, max_size=4)

@@ -159,6 +159,14 @@ def test_transitions_and_stop_reasons():
     assert controller.needs_repair(["", "", ""]) and not controller.needs_repair(["Yes.", "yes", "YES"])
 
 
+def test_a_stop_is_keyed_by_the_questions_reader():
+    choice = ("choice", False, ("w", "x", "y", "z"))
+    new, reason = controller.transition(STATE, ["B", "B", "C"], REJECT, ["x"], 1, 3, reader=choice)
+    assert (reason, new["prediction"], new["prediction_norm"]) == ("guard_rejected", "B", "B")
+    new, _ = controller.transition(STATE, ["B", "B", "C"], REJECT, ["x"], 1, 3)
+    assert new["prediction_norm"] == "b"  # the span reader: the official normalization
+
+
 def test_resolver_schema_fits_its_budget():
     """A reply with every item at its longest fits the token budget at 3 characters per token,
     so the constraint can always close the JSON before the budget cuts it."""

@@ -1,6 +1,8 @@
 """The headroom accounting identity: holds on consistent flags, raises on a broken count."""
 import pytest
+from hypothesis import given, strategies as st
 
+from lmad.answer_types import Gold
 from lmad.paper.headroom import AccountingError, check_identity, question_flags, summarize
 
 GOLD = ["Paris", "City of Paris"]
@@ -68,3 +70,33 @@ def test_rejected_repair_contains_gold_by_whole_words():
     assert not _contains_gold(["Parisian cafés"], ["Paris"])  # whole words only
     assert not _contains_gold(["No, they are not."], ["no"])  # yes/no golds say nothing here
     assert not _contains_gold([], ["Paris"])
+
+
+def test_typed_questions_count_equivalent_answers_right_and_together():
+    """Math: "1/2" and "0.5" are the gold "\\frac{1}{2}" and one vote group (span EM would count
+    every proposal wrong and split the vote); choice: "(B)" and "B" alike, "(A)" and "A" too (the
+    span normalization reads "A" as the article and drops it)."""
+    half = Gold(("\\frac{1}{2}",), "math")
+    assert question_flags(["1/2", "0.5", "3"], "0.5", half) == {
+        "vote": True, "hit": True, "headroom": False, "recovered": False, "new_correct": False, "damage": False,
+        "final": True}
+    assert question_flags(["3", "0.5", "1/2"], "1/2", half)["vote"]  # 0.5 and 1/2 outvote 3 together
+    assert not question_flags(["1/2", "0.5"], "x", ["\\frac{1}{2}"])["hit"]  # as spans: no hit at all
+    b = Gold(("B",), "choice")
+    assert question_flags(["(B)", "C", "B"], "(B)", b)["vote"] and question_flags(["C", "C", "(B)"], "B", b)["recovered"]
+    a = Gold(("A",), "choice")
+    assert question_flags(["(A)", "A", "C"], "A", a)["vote"] and not question_flags(["(A)", "A", "C"], "A", ["A"])["vote"]
+
+
+span = st.sampled_from(["Paris", "paris", "the City of Paris", "Lyon", "", "Nice."])
+
+
+@given(st.lists(span, min_size=1, max_size=5), span)
+def test_span_flags_are_official_em_of_the_span_vote(proposals, prediction):
+    from lmad.answers import exact_match, majority_vote
+
+    want = {"vote": bool(exact_match(majority_vote(proposals)[0], GOLD)),
+            "hit": any(exact_match(p, GOLD) for p in proposals), "final": bool(exact_match(prediction, GOLD))}
+    for gold in (GOLD, Gold(tuple(GOLD)), Gold(tuple(GOLD), "yes_no", "musique")):
+        flags = question_flags(proposals, prediction, gold)
+        assert {k: flags[k] for k in want} == want

@@ -50,6 +50,16 @@ def test_cells_pair_each_answer_with_the_first_peer_answering_otherwise_and_matc
     assert cells(Q, [PROPOSALS[0], PROPOSALS[2]]) == []  # everyone agrees: no opposing argument
 
 
+def test_a_rival_differs_by_the_questions_answer_type():
+    """Math: "1/2" and "0.5" are one answer, so agent 1 is nobody's rival; choice: "(B)" and "B"."""
+    said = [{"agent": i, "answer": a, "response": f"Answer: {a}"} for i, a in enumerate(["1/2", "0.5", "3"])]
+    math_q = Q | {"answer_type": "math"}
+    assert [(c["agent"], c["opponent"]) for c in cells(math_q, said)] == [(0, 2), (1, 2), (2, 0)]
+    assert [(c["agent"], c["opponent"]) for c in cells(Q, said)] == [(0, 1), (1, 0), (2, 0)]  # as spans
+    letters = [{"agent": i, "answer": a, "response": f"Answer: {a}"} for i, a in enumerate(["(B)", "B"])]
+    assert cells(Q | {"answer_type": "choice"}, letters) == []
+
+
 def test_shift_is_signed_toward_the_opponent_and_margin_loss_is_separate():
     def row(cond, e):
         return {"dataset": "d", "qid": "q", "agent": 0, "condition": cond, "expected": e, "margin": abs(e - 4),

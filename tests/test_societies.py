@@ -3,6 +3,7 @@ be and beats top-K where complementary agents exist, SC-Greedy needs no labels, 
 disjoint and seeded, and seeded weight perturbation is reproducible and changes outputs."""
 import itertools
 
+import pytest
 from hypothesis import given, strategies as st
 
 from lmad import societies as so
@@ -105,3 +106,54 @@ def test_matched_tokens_sample_count_is_within_one_and_the_cap(budget, per_sampl
     n = matched_samples(budget, per_sample, cap)
     assert 1 <= n <= cap
     assert matched_samples(900.0, 100.0, 64) == 9 and matched_samples(50.0, 100.0, 64) == 1
+
+
+def test_typed_questions_are_covered_voted_and_supported_by_their_answer_type():
+    """Math: "1/2" and "0.5" are the gold "\\frac{1}{2}" and agree; choice: "(B)" and "B"."""
+    from lmad.answer_types import Gold
+
+    answers = [["1/2", "(B)"], ["0.5", "C"], ["3", "B"]]
+    golds = [Gold(("\\frac{1}{2}",), "math"), Gold(("B",), "choice")]
+    assert so.answer_coverage(answers, golds) == [[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]
+    assert so.evaluate(answers, golds, [0, 1, 2]) == {"n": 2, "hit": 100.0, "vote": 100.0,
+                                                      "member_acc": pytest.approx(400 / 6)}
+    assert so.support_scores(answers, ["math", "choice"]) == [[0.5, 0.5], [0.5, 0.0], [0.0, 0.5]]
+    # as spans: nothing right on the math question, "1/2" and "0.5" apart
+    assert so.evaluate(answers, [["\\frac{1}{2}"], ["B"]], [0, 1, 2])["member_acc"] == pytest.approx(200 / 6)
+    assert so.support_scores(answers)[0] == [0.0, 0.5]
+
+
+@given(st.lists(st.lists(st.sampled_from(["Paris", "paris", "Lyon", "", "the Nice"]), min_size=2, max_size=2),
+                min_size=1, max_size=4),
+       st.lists(st.sampled_from(["Paris", "Nice", "Lyon"]), min_size=2, max_size=2))
+def test_span_evaluation_is_official_em(answers, gold):
+    from lmad.answers import exact_match, majority_vote
+
+    golds = [[g] for g in gold]
+    members = list(range(len(answers)))
+    said = [[answers[a][q] for a in members] for q in range(2)]
+    want_vote = 100 * sum(bool(exact_match(majority_vote(s)[0], g)) for s, g in zip(said, golds)) / 2
+    assert so.evaluate(answers, golds, members)["vote"] == want_vote
+
+
+def test_select_reads_the_pools_own_keys_and_correctness():
+    """The pool holds no answer type: agreement is by its stored keys (the reader's), correctness its
+    ``correct`` column. Agents 0 and 1 said 1/2 (0.5 and \\frac{1}{2} read to one key), agent 2 said 3."""
+    from lmad.schemas import to_frame
+    from lmad.stages.societies import select_societies
+
+    def row(agent, qid, split, answer, key, correct):
+        return {"qid": qid, "dataset": "math500", "split": split, "agent": agent, "agent_name": f"a{agent}",
+                "temperature": 0.1, "persona": "plain", "variant": "standard", "perturb_seed": None,
+                "perturb_scale": 0.0, "seed": 0, "response": answer, "answer": answer, "answer_norm": key,
+                "answer_method": "answer_line", "correct": correct, "prompt_tokens": 1, "completion_tokens": 1,
+                "finish_reason": "stop", "cached": False}
+
+    said = [("0.5", "1/2", True), ("\\frac{1}{2}", "1/2", True), ("3", "3", False)]
+    pool = to_frame("society_pool", [row(a, q, s, *said[a]) for a in range(3)
+                                     for q, s in (("q1", "selection"), ("q2", "evaluation"))])
+    members, evaluation = select_societies(pool, 3, 0.5, [0.1])
+    ev = {(r["selector"], r["split"]): r for r in evaluation}
+    assert ev[("top_k", "evaluation")]["vote"] == 100.0 and ev[("top_k", "evaluation")]["member_acc"] == pytest.approx(
+        200 / 3)
+    assert ev[("sc_greedy", "selection")]["sc_coverage"] == 1

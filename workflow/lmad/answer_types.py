@@ -28,8 +28,10 @@ import functools
 import math
 import re
 import threading
+from collections.abc import Sequence as SequenceABC
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from lmad import answers as _answers
 from lmad.answers import THINK_REMOVED, normalize_hotpot, strip_think
@@ -43,6 +45,15 @@ __all__ = [
     "is_correct",
     "majority_vote",
     "all_agree",
+    "group_keys",
+    "same_answer",
+    "type_of",
+    "key_of",
+    "Gold",
+    "gold_of",
+    "golds_of",
+    "as_gold",
+    "gold_correct",
     "jensen_shannon",
     "answer_distribution",
     "opinion_similarity",
@@ -713,11 +724,14 @@ def majority_vote(
     :func:`canonical` form.  ``1/2`` and ``0.5`` vote together, so do ``(B)`` and ``B``.  For
     span/yes_no this is exactly :func:`lmad.answers.majority_vote`."""
     _check_type(answer_type)
-    n = len(answers)
-    order = _answers.agent_order(n, order_key)
+    order = _answers.agent_order(len(answers), order_key)
+    return _answers.tally(answers, order, _groups(answers, answer_type, order))
 
+
+def _groups(answers: Sequence[str], answer_type: str, order: Sequence[int]) -> list[str]:
+    # in ``order`` each answer joins the first group whose representative it is equivalent to
     norms = [canonical(a or "", answer_type) for a in answers]
-    group = [""] * n
+    group = [""] * len(answers)
     reps: list[str] = []
     for i in order:
         if norms[i]:
@@ -725,7 +739,15 @@ def majority_vote(
             if not group[i]:
                 group[i] = norms[i]
                 reps.append(norms[i])
-    return _answers.tally(answers, order, group)
+    return group
+
+
+def group_keys(answers: Sequence[str], answer_type: str = "span") -> list[str]:
+    """Each answer's vote group, as :func:`majority_vote` forms them with agents in index order:
+    the canonical form of the group's first member ("" for an empty answer). For span/yes_no
+    this is each answer's :func:`lmad.answers.normalize_answer`."""
+    _check_type(answer_type)
+    return _groups(answers, answer_type, range(len(answers)))
 
 
 def all_agree(answers: Sequence[str], answer_type: str = "span") -> bool:
@@ -734,6 +756,84 @@ def all_agree(answers: Sequence[str], answer_type: str = "span") -> bool:
     _check_type(answer_type)
     norms = [canonical(a or "", answer_type) for a in answers]
     return bool(norms) and all(norms) and all(_equiv(norms[0], c, answer_type) for c in norms[1:])
+
+
+def same_answer(a, b, answer_type: str = "span") -> bool:
+    """Whether two answers say the same: equal canonical forms (two empty answers included,
+    unlike :func:`equivalent`), else equivalent. For span/yes_no: equal normalization."""
+    ca, cb = canonical(a or "", answer_type), canonical(b or "", answer_type)
+    return ca == cb or _equiv(ca, cb, answer_type)
+
+
+# --------------------------------------------------------------------------
+# a question's gold, as the analyses compare answers with it
+# --------------------------------------------------------------------------
+
+def type_of(question: Mapping) -> str:
+    """A ``questions`` row's answer type; span where the row names none (multi-hop tables)."""
+    return question.get("answer_type") or "span"
+
+
+def key_of(answer, question: Mapping) -> str:
+    """The grouping key of an answer to this question (:func:`canonical` of its type)."""
+    return canonical(answer or "", type_of(question))
+
+
+@dataclass(frozen=True)
+class Gold(SequenceABC):
+    """A question's gold answers (answer, then aliases) with what comparing an answer with them
+    needs: the answer type and, for span/yes_no, the benchmark's official scoring rules.
+
+    A sequence of the gold strings, so code that reads only the strings (a gold named in a
+    repair's words, ``exact_match``) takes it as the plain list it stands for."""
+
+    answers: tuple[str, ...] = ()
+    answer_type: str = "span"
+    rules: str = "hotpotqa"
+
+    def __post_init__(self):
+        _check_type(self.answer_type)
+
+    def __getitem__(self, i):
+        return self.answers[i]
+
+    def __len__(self) -> int:
+        return len(self.answers)
+
+
+def _rules_of(benchmark) -> str:
+    # EM is the same under every official rule set; an unknown benchmark keeps the default
+    try:
+        return _answers.scoring_rules(benchmark or "")
+    except ValueError:
+        return "hotpotqa"
+
+
+def gold_of(question: Mapping) -> Gold:
+    """The :class:`Gold` of a ``questions`` row (answer, aliases, answer_type, benchmark)."""
+    kind = type_of(question)
+    answers = tuple(g for g in _gold_list([question.get("answer"), *(question.get("aliases") or [])])
+                    if isinstance(g, str))
+    return Gold(answers, kind, _rules_of(question.get("benchmark")) if kind in FREE_FORM else "hotpotqa")
+
+
+def golds_of(questions: Iterable[Mapping]) -> dict[tuple[str, str], Gold]:
+    """{(dataset, qid): Gold} of ``questions`` rows."""
+    return {(q["dataset"], q["qid"]): gold_of(q) for q in questions}
+
+
+def as_gold(golds) -> Gold:
+    """A :class:`Gold` as is; a gold string or list of them as span golds (official EM)."""
+    if isinstance(golds, Gold):
+        return golds
+    return Gold(tuple(g for g in _gold_list(golds) if isinstance(g, str)))
+
+
+def gold_correct(answer, golds) -> bool:
+    """Whether an answer is right by its question's own rule (:func:`is_correct` with the gold's
+    type and rules); ``golds`` a :class:`Gold`, or gold strings (spans). No gold (opinions): False."""
+    g = as_gold(golds)
+    return bool(is_correct(answer if isinstance(answer, str) else "", g.answers, g.answer_type, g.rules))
 
 
 # --------------------------------------------------------------------------

@@ -4,12 +4,14 @@ A debating method's answer is a readout of its agents' answers. Applied to every
 (R0, R1, …; LMAD: every iteration) of every method, the same finalizer separates what the
 interaction gained from what the readout gained (round-level controls):
 
-``vote``        normalized majority vote; ties go to the tied answer given first by the
-                lowest-index agent (``answers.majority_vote``, what every method does today).
+``vote``        majority vote, answers grouped by the question's answer type (normalized form
+                for spans, equivalent numbers / expressions / option letters otherwise); ties go
+                to the tied answer given first by the lowest-index agent
+                (``answer_types.majority_vote``).
 ``vote_judge``  majority vote; when there is no unique winner, ONE judge call (temperature 0,
                 output constrained to the tied answers) picks among the tied candidates.
                 A reply that is not exactly one tied candidate (after stripping; or, failing
-                that, the normalized form of exactly one) falls back to the tie rule, recorded.
+                that, the canonical form of exactly one) falls back to the tie rule, recorded.
 ``lvd``         verification-aware readout (Latent Verification Debate): each distinct
                 candidate gets ONE verifier call (temperature 0, JSON ``{"supported": bool,
                 "quote": str}``); its evidence e_c = 1 when the verifier says supported AND the
@@ -28,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .answers import majority_vote, normalize_answer
+from .answer_types import canonical, group_keys, key_of, majority_vote, type_of
 from .backends import ChatRequest
 from .model_json import load_model_json
 from .prompts import Prompt, question_fields
@@ -42,8 +44,9 @@ QUOTE_CHARS = 300  # the verifier's quotation; a maximal reply fits 128 tokens a
 
 @dataclass(frozen=True)
 class Candidate:
-    """One distinct non-empty answer of a set: its normalized form, the original string of its
-    first agent (in agent order), how many agents gave it, and that first agent's index."""
+    """One distinct non-empty answer of a set: its vote group's key (``answer_types.group_keys``),
+    the original string of its first agent (in agent order), how many agents gave it, and that
+    first agent's index."""
 
     norm: str
     answer: str
@@ -51,11 +54,11 @@ class Candidate:
     first: int
 
 
-def candidates(answers: Sequence[str]) -> list[Candidate]:
-    """Distinct non-empty answers in vote order: most votes first, then first agent index."""
+def candidates(answers: Sequence[str], answer_type: str = "span") -> list[Candidate]:
+    """Distinct non-empty answers (the vote's groups) in vote order: most votes first, then first
+    agent index."""
     groups: dict[str, Candidate] = {}
-    for i, a in enumerate(answers):
-        norm = normalize_answer(a or "")
+    for i, (a, norm) in enumerate(zip(answers, group_keys(answers, answer_type))):
         if not norm:
             continue
         c = groups.get(norm)
@@ -93,7 +96,7 @@ def verify_request(prompt: Prompt, question: dict, candidate: str, max_tokens: i
 
 # ----------------------------------------------------------------------------- parsers
 
-def parse_judge_choice(text, options: Sequence[str]) -> tuple[int | None, str]:
+def parse_judge_choice(text, options: Sequence[str], answer_type: str = "span") -> tuple[int | None, str]:
     """The index of the tied candidate the judge picked, or (None, why not). Never raises."""
     if not isinstance(text, str):
         return None, f"not text ({type(text).__name__})"
@@ -101,8 +104,8 @@ def parse_judge_choice(text, options: Sequence[str]) -> tuple[int | None, str]:
     for i, o in enumerate(options):
         if said == o:
             return i, ""
-    norm = normalize_answer(said)
-    hits = [i for i, o in enumerate(options) if norm and normalize_answer(o) == norm]
+    norm = canonical(said, answer_type)
+    hits = [i for i, o in enumerate(options) if norm and canonical(o, answer_type) == norm]
     if len(hits) == 1:
         return hits[0], ""
     return None, f"reply {said[:80]!r} is not one of the {len(options)} tied candidates"
@@ -161,7 +164,11 @@ class Ballot:
     cands: list[Candidate] = field(init=False)
 
     def __post_init__(self):
-        self.cands = candidates(self.answers)
+        self.cands = candidates(self.answers, self.answer_type)
+
+    @property
+    def answer_type(self) -> str:
+        return type_of(self.question)
 
 
 def needs_judge(b: Ballot) -> bool:
@@ -175,7 +182,7 @@ def needs_verification(b: Ballot) -> bool:
 def finalize_row(b: Ballot, finalizer: str, replies: dict, weight: float, min_quote_words: int) -> dict:
     """The ``finalized`` row of one ballot under one finalizer. ``replies`` maps the requests
     this ballot needs (``("judge",)`` or ``("verify", i)``) to their completions."""
-    vote, info = majority_vote(b.answers)
+    vote, info = majority_vote(b.answers, b.answer_type)
     base = {"qid": b.qid, "dataset": b.dataset, "method": b.method, "round": b.round,
             "answers_round": b.answers_round, "finalizer": finalizer, "answers": list(b.answers),
             "candidates": [c.answer for c in b.cands], "counts": [c.count for c in b.cands], "vote": vote,
@@ -187,7 +194,7 @@ def finalize_row(b: Ballot, finalizer: str, replies: dict, weight: float, min_qu
         options = [c.answer for c in tied(b.cands)]
         reply = replies[("judge",)]
         used.append(reply)
-        pick, error = parse_judge_choice(reply.text, options)
+        pick, error = parse_judge_choice(reply.text, options, b.answer_type)
         base["replies"] = [reply.text]
         if pick is None:
             source, base["parse_error"] = "judge_fallback", error
@@ -202,14 +209,14 @@ def finalize_row(b: Ballot, finalizer: str, replies: dict, weight: float, min_qu
         evidence = [v.evidence for v in checks]
         pick = lvd_pick(b.cands, evidence, weight)
         prediction = b.cands[pick].answer
-        source = "lvd" if b.cands[pick].norm != normalize_answer(vote) else "lvd_unchanged"
+        source = "lvd" if b.cands[pick].norm != info["winner_norm"] else "lvd_unchanged"
         base |= {"evidence": evidence, "scores": lvd_scores(b.cands, evidence, weight),
                  "replies": [r.text for r in used], "details": [v.detail for v in checks],
                  "parse_error": "; ".join(f"candidate {i}: {v.parse_error}" for i, v in enumerate(checks)
                                           if v.parse_error)}
     elif finalizer not in FINALIZERS:
         raise ValueError(f"unknown finalizer {finalizer!r}; known: {FINALIZERS}")
-    base |= {"prediction": prediction, "prediction_norm": normalize_answer(prediction), "source": source,
+    base |= {"prediction": prediction, "prediction_norm": key_of(prediction, b.question), "source": source,
              "calls": len(used), "prompt_tokens": sum(r.prompt_tokens for r in used),
              "completion_tokens": sum(r.completion_tokens for r in used),
              "finish_reasons": [r.finish_reason for r in used]}

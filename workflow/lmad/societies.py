@@ -11,9 +11,11 @@ prompt under its persona (system message) and variant (an instruction before the
 
 **Selection** (on the selection split only), each picking ``k`` agents:
 
-``ac_greedy``  labeled answer coverage: cov[a, q] = agent a's answer is correct (EM vs gold + aliases)
+``ac_greedy``  labeled answer coverage: cov[a, q] = agent a's answer is correct (vs gold + aliases, by
+               the question's answer type: official EM for spans, equivalence otherwise)
 ``sc_greedy``  label-free support coverage: valid (non-empty) answers of all pool agents on q are
-               clustered by normalized form; support[a, q] = (size of a's cluster − 1) / (valid − 1);
+               clustered by the answer type's equivalence (normalized form for spans);
+               support[a, q] = (size of a's cluster − 1) / (valid − 1);
                cov[a, q] = support ≥ ``sc_min_support`` (a's answer is shared by enough of the pool,
                not necessarily the plurality)
 ``top_k``      the k individually most accurate agents (labels)
@@ -32,7 +34,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
-from .answers import exact_match, majority_vote, normalize_answer
+from .answer_types import as_gold, gold_correct, group_keys, majority_vote
 from .prompts import Prompt
 
 #: persona name -> system message (None: the solver prompt's own)
@@ -214,23 +216,25 @@ def split_of(seed: int, keys: Sequence[tuple[str, str]], selection_fraction: flo
 # ----------------------------------------------------------------------------- coverage
 
 def answer_coverage(answers: Sequence[Sequence[str]], golds: Sequence[Sequence[str]]) -> list[list[float]]:
-    """cov[a][q] = 1.0 when agent a's answer to question q is correct. ``answers[a][q]``."""
-    return [[float(bool(exact_match(x or "", g))) for x, g in zip(row, golds, strict=True)] for row in answers]
+    """cov[a][q] = 1.0 when agent a's answer to question q is correct. ``answers[a][q]``; ``golds[q]``
+    the question's ``answer_types.Gold`` (or gold strings: a span question)."""
+    return [[float(gold_correct(x, g)) for x, g in zip(row, golds, strict=True)] for row in answers]
 
 
-def support_scores(answers: Sequence[Sequence[str]]) -> list[list[float]]:
+def support_scores(answers: Sequence[Sequence[str]], answer_types: Sequence[str] | None = None) -> list[list[float]]:
     """support[a][q] = (size of a's answer cluster − 1) / (valid answers − 1); 0 for an empty answer
-    or when fewer than 2 agents gave a valid answer. No labels."""
+    or when fewer than 2 agents gave a valid answer. No labels. ``answer_types[q]`` clusters
+    question q's answers by its type's equivalence (None: every question a span question)."""
     agents, questions = len(answers), len(answers[0]) if answers else 0
     out = [[0.0] * questions for _ in range(agents)]
     for q in range(questions):
-        norms = [normalize_answer(answers[a][q] or "") for a in range(agents)]
-        valid = [n for n in norms if n]
+        keys = group_keys([answers[a][q] for a in range(agents)], answer_types[q] if answer_types else "span")
+        valid = [k for k in keys if k]
         if len(valid) < 2:
             continue
-        for a, n in enumerate(norms):
-            if n:
-                out[a][q] = (valid.count(n) - 1) / (len(valid) - 1)
+        for a, k in enumerate(keys):
+            if k:
+                out[a][q] = (valid.count(k) - 1) / (len(valid) - 1)
     return out
 
 
@@ -262,16 +266,29 @@ def coverage(scores: Sequence[Sequence[float]], members: Sequence[int], threshol
 
 
 def evaluate(answers: Sequence[Sequence[str]], golds: Sequence[Sequence[str]], members: Sequence[int]) -> dict:
-    """A society on a question set: proposal hit (some member right), its majority vote (members in
-    selection order, ties to the first), mean member accuracy — percentages."""
-    n = len(golds)
+    """A society on a question set (``golds[q]``: a ``Gold`` or gold strings; see
+    :func:`society_scores`)."""
+    types = [as_gold(g).answer_type for g in golds]
+    return society_scores(answers, answer_coverage(answers, golds), members, types)
+
+
+def society_scores(answers: Sequence[Sequence[str]], correct: Sequence[Sequence[float]], members: Sequence[int],
+                   answer_types: Sequence[str] | None = None) -> dict:
+    """A society on a question set, from each agent's correctness ``correct[a][q]``: proposal hit
+    (some member right), its majority vote (members in selection order, ties to the first; grouped
+    by ``answer_types[q]``, None: spans; right when the member whose answer it returns is), mean
+    member accuracy — percentages."""
+    n = len(correct[0]) if correct else 0
     if n == 0 or not members:
         return {"n": n, "hit": None, "vote": None, "member_acc": None}
     hit = vote = right = 0
-    for q, g in enumerate(golds):
+    for q in range(n):
+        kind = answer_types[q] if answer_types else "span"
         said = [answers[a][q] or "" for a in members]
-        ok = [bool(exact_match(x, g)) for x in said]
+        ok = [bool(correct[a][q]) for a in members]
         hit += any(ok)
         right += sum(ok)
-        vote += bool(exact_match(majority_vote(said)[0] or "", g))
+        winner = majority_vote(said, kind)[1]["winner_norm"]
+        # the vote returns the answer of the winning group's first member: right iff that member is
+        vote += bool(winner) and ok[group_keys(said, kind).index(winner)]
     return {"n": n, "hit": 100 * hit / n, "vote": 100 * vote / n, "member_acc": 100 * right / (n * len(members))}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable, Sequence
 
-from .answer_types import FREE_FORM, canonical
+from .answer_types import FREE_FORM, canonical, type_of
 from .answer_types import extract as extract_typed
 from .answers import extract_answer, is_yes_no_question, normalize_answer
 from .backends import Backend, ChatRequest
@@ -74,7 +74,7 @@ SPAN_READER: Reader = ("span", False, ())
 def reader_of(question: dict) -> Reader:
     """The reading of this question's replies: its answer type (span for the multi-hop sets),
     yes/no for a yes/no question, and the options a choice question lists."""
-    kind = question.get("answer_type") or "span"
+    kind = type_of(question)
     if kind in FREE_FORM:
         return ("span", job_yes_no(question), ())
     return (kind, False, tuple(question.get("choices") or ()))

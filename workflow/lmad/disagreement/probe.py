@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from ..answers import normalize_answer
+from ..answer_types import key_of, same_answer, type_of
 from ..backends import ChatRequest
 
 LETTERS = ("A", "B", "C", "D", "E", "F", "G")
@@ -59,16 +59,17 @@ def probe_request(question: str, answer: str, said: str | None) -> ChatRequest:
 
 def cells(question: dict, proposals: Sequence[dict]) -> list[dict]:
     """The probe cells of one question: each agent with a non-empty round-0 answer against the
-    first other agent (by index) whose normalized answer differs, with that agent's response
-    as the argument and the three requests (``CONDITIONS`` order)."""
+    first other agent (by index) whose non-empty answer differs by the question's answer type
+    (normalized form for spans; 1/2 and 0.5, (B) and B are one answer), with that agent's
+    response as the argument and the three requests (``CONDITIONS`` order)."""
     by_agent = sorted(proposals, key=lambda r: r["agent"])
+    kind = type_of(question)
     out = []
     for own in by_agent:
-        mine = normalize_answer(own["answer"] or "")
-        if not mine:
+        if not key_of(own["answer"], question):
             continue
-        rival = next((r for r in by_agent if r["agent"] != own["agent"] and normalize_answer(r["answer"] or "")
-                      and normalize_answer(r["answer"] or "") != mine), None)
+        rival = next((r for r in by_agent if r["agent"] != own["agent"] and key_of(r["answer"], question)
+                      and not same_answer(r["answer"], own["answer"], kind)), None)
         if rival is None:
             continue
         argument = rival["response"] or ""

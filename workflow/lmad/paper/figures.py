@@ -9,7 +9,7 @@ import polars as pl
 
 from .. import layout
 from ..atomic import save_figure
-from ..answers import exact_match, majority_vote
+from ..answer_types import as_gold, gold_correct, majority_vote
 from ..stats import wilson_interval
 from . import label
 from .dynamics import correctness_by_round, dynamics
@@ -117,8 +117,9 @@ def pareto(judged: pl.DataFrame, preds: pl.DataFrame, png: str, pdf: str, backbo
 
 
 def round_accuracy(golds: dict, paths: list[str]) -> list[dict]:
-    """Agent-level and strict-majority EM accuracy per round of one method on one dataset
-    (``lmad.paper.dynamics``: a question that stopped early keeps its last answers)."""
+    """Agent-level and strict-majority accuracy per round of one method on one dataset
+    (``lmad.paper.dynamics``: each question's answer type decides; a question that stopped early
+    keeps its last answers)."""
     row = dynamics(correctness_by_round(golds, paths))
     return [{"round": t, "agent_acc": row.get(f"agent_acc_r{t}", math.nan),
              "majority_acc": row.get(f"majority_acc_r{t}", math.nan), "n": row["n"]} for t in range(len(paths))]
@@ -155,7 +156,7 @@ def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None
         ax.set_xlabel("round")
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_ylim(0, 100)
-        ax.set_ylabel("EM accuracy (%, macro)")
+        ax.set_ylabel("accuracy (%, macro)")
         ax.set_title(b)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="x-small")
@@ -164,8 +165,9 @@ def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None
 
 
 def select_trace_questions(trace: pl.DataFrame, judged: pl.DataFrame, golds: dict, k: int) -> list[dict]:
-    """LMAD questions whose initial majority was wrong and LMAD's answer right (official EM, so the
-    pick never rests on an unvalidated judge); otherwise the first questions with a debate."""
+    """LMAD questions whose initial majority was wrong and LMAD's answer right (official EM, or the
+    answer type's own rule, so the pick never rests on an unvalidated judge); otherwise the first
+    questions with a debate."""
     if trace.is_empty():  # no LMAD trace in the run
         return []
     t = trace.filter(pl.col("method") == "lmad").sort("backbone", "dataset", "qid", "iteration")
@@ -177,8 +179,9 @@ def select_trace_questions(trace: pl.DataFrame, judged: pl.DataFrame, golds: dic
         if first["conflict"] is None:
             continue
         debated.append(g)
-        vote = majority_vote(first["answers"])[0]
-        if key in ok and not exact_match(vote or "", golds.get((key[1], key[2]), [])):
+        gold = as_gold(golds.get((key[1], key[2]), ()))
+        vote = majority_vote(first["answers"], gold.answer_type)[0]
+        if key in ok and not gold_correct(vote, gold):
             chosen.append(g)
     picked = (chosen + [g for g in debated if not any(g is c for c in chosen)])[:k]
     return [{"backbone": g["backbone"][0], "dataset": g["dataset"][0], "qid": g["qid"][0],

@@ -1,14 +1,17 @@
 """Recoverable headroom (When Debate Helps), per method, from saved tables.
 
-Correctness here is normalized exact match (``lmad.answers.exact_match``) against the gold
-answer and its aliases — for the proposals (which are never judged), the round-0 vote and the
-final prediction alike, so the identity below is exact. Judge accuracy is reported beside it.
+Correctness here is the question's own rule (``lmad.answer_types.gold_correct``) against the gold
+answer and its aliases: normalized exact match for spans and yes/no, equivalence of numbers,
+expressions and option letters otherwise — for the proposals (which are never judged), the round-0
+vote (grouped by the same equivalence) and the final prediction alike, so the identity below is
+exact. Judge accuracy is reported beside it.
 
-Per question, with the K shared self-consistency proposals (samples/proposals.parquet):
+Per question, with the K shared self-consistency proposals (samples/proposals.parquet) and C(a) the
+correctness of answer a:
 
-    vote     = EM(majority_vote(proposals))          round-0 vote (the project's tie rule)
-    hit      = any(EM(p) for p in proposals)         proposal-hit (vote ⇒ hit)
-    final    = EM(method's prediction)
+    vote     = C(majority_vote(proposals))           round-0 vote (the project's tie rule)
+    hit      = any(C(p) for p in proposals)          proposal-hit (vote ⇒ hit)
+    final    = C(method's prediction)
     headroom = hit ∧ ¬vote                           recoverable headroom
     recovered   = ¬vote ∧ hit ∧ final
     new_correct = ¬hit ∧ final
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from ..answers import exact_match, majority_vote
+from ..answer_types import as_gold, gold_correct, majority_vote
 
 COUNTS = ["vote", "hit", "headroom", "recovered", "new_correct", "damage", "final"]
 
@@ -33,9 +36,11 @@ class AccountingError(AssertionError):
 
 
 def question_flags(proposals: Sequence[str], prediction: str, golds: Sequence[str]) -> dict[str, bool]:
-    vote = bool(exact_match(majority_vote(list(proposals))[0] or "", golds))
-    hit = any(exact_match(p or "", golds) for p in proposals)
-    final = bool(exact_match(prediction or "", golds))
+    """``golds``: the question's ``answer_types.Gold``, or gold strings (a span question)."""
+    gold = as_gold(golds)
+    vote = gold_correct(majority_vote(list(proposals), gold.answer_type)[0], gold)
+    hit = any(gold_correct(p, gold) for p in proposals)
+    final = gold_correct(prediction, gold)
     return {"vote": vote, "hit": hit, "headroom": hit and not vote, "recovered": (not vote) and hit and final,
             "new_correct": (not hit) and final, "damage": vote and not final, "final": final}
 

@@ -1,14 +1,15 @@
 """Round-level controls and readout accounting (When Debate Helps), from the ``finalized`` tables.
 
 For every backbone × dataset × method × round t × finalizer f, over the method's questions
-(correctness = normalized EM against answer + aliases, as in ``headroom``):
+(correctness by the question's answer type against answer + aliases, as in ``headroom``):
 
     R0 vote, hit, headroom         of the method's round-0 answers (its own round 0)
-    final                          EM of finalizer f applied to the round-t answers
+    final                          correctness of finalizer f applied to the round-t answers
     recovered, new_correct, damage against the R0 vote; gain = final − R0 vote
                                    = recovered + new_correct − damage (asserted: ``AccountingError``)
     round_vote, round_hit          the plain vote and the proposal hit of the round-t answers
-    overturns                      f's answer differs from the round-t vote (normalized);
+    overturns                      f's answer differs from the round-t vote (by the type's
+                                   equivalence: ``answer_types.same_answer``);
     overturns_correct / _wrong     … and f is right where the vote was wrong / wrong where it was right
     calls, generated tokens / q    the method's calls through round t plus f's own calls
 
@@ -23,7 +24,7 @@ from typing import Mapping, Sequence
 
 import polars as pl
 
-from ..answers import exact_match, normalize_answer
+from ..answer_types import as_gold, gold_correct, same_answer
 from . import headroom as hr
 
 AVG = "Avg."
@@ -32,6 +33,7 @@ RATES = ["vote_acc", "hit_rate", "headroom", "recovered", "new_correct", "damage
          "parse_error_rate", "finalizer_calls_per_q", "finalizer_tokens_per_q", "calls_per_q",
          "completion_tokens_per_q"]
 
+#: (dataset, qid) -> the question's ``answer_types.Gold`` (or gold strings: a span question)
 Golds = Mapping[tuple[str, str], Sequence[str]]
 #: (backbone, dataset, method) -> one {qid: (calls, completion tokens)} per round, cumulative
 Costs = Mapping[tuple[str, str, str], Sequence[Mapping[str, tuple[int, int]]]]
@@ -47,10 +49,6 @@ def cumulative(per_round: Sequence[Mapping[str, tuple[int, int]]]) -> list[dict[
     return out
 
 
-def _em(answer: str | None, golds: Sequence[str]) -> bool:
-    return bool(exact_match(answer or "", golds))
-
-
 def readout_rows(finalized: pl.DataFrame, golds: Golds, costs: Costs) -> list[dict]:
     """One row per backbone × dataset × method × round × finalizer (``finalized`` carries
     ``backbone``); the headroom identity is asserted on every row."""
@@ -64,14 +62,14 @@ def readout_rows(finalized: pl.DataFrame, golds: Golds, costs: Costs) -> list[di
         for (t, f), part in cell.partition_by(["round", "finalizer"], as_dict=True, maintain_order=True).items():
             flags, extra = [], defaultdict(float)
             for r in part.to_dicts():
-                g = golds[(d, r["qid"])]
+                g = as_gold(golds[(d, r["qid"])])
                 flags.append(hr.question_flags(r0[r["qid"]], r["prediction"], g))
-                final, vote = flags[-1]["final"], _em(r["vote"], g)
-                turned = r["prediction_norm"] != normalize_answer(r["vote"] or "")
+                final, vote = flags[-1]["final"], gold_correct(r["vote"], g)
+                turned = not same_answer(r["prediction"], r["vote"], g.answer_type)
                 # a method with no call after round t' < t (everything stopped) spent what it had by t'
                 calls, tokens = spent[min(t, len(spent) - 1)].get(r["qid"], (0, 0)) if spent else (0, 0)
                 extra["round_vote_acc"] += vote
-                extra["round_hit_rate"] += any(_em(a, g) for a in r["answers"])
+                extra["round_hit_rate"] += any(gold_correct(a, g) for a in r["answers"])
                 extra["overturns"] += turned
                 extra["overturns_correct"] += turned and final and not vote
                 extra["overturns_wrong"] += turned and vote and not final

@@ -36,7 +36,6 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 
 from .. import societies as so
-from ..answers import normalize_answer
 from ..backends import Backend, open_backend
 from ..prompts import load_prompt
 from ..cost import call_columns
@@ -51,7 +50,7 @@ from ..protocols.lmad.resolve import parse_repair, resolution_request
 from ..protocols.lmad.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
-from ..solver import derive_seed, reader_of, sample_rows, solver_request
+from ..solver import answer_key, derive_seed, reader_of, sample_rows, solver_request
 from ..tones import tone_role
 from .society_agents import JobWeights, SocietyFile
 from .units import by_method, check_aligned, check_unit_paths, per_unit, split_rows
@@ -223,10 +222,11 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
     backend = open_backend(model, cache_dir) if requests else None
     completions = run_batch(backend, requests) if backend else []
     out = []
-    for r, c in zip(todo, completions):
+    for r, u, c in zip(todo, owners, completions):
         chain = node_lib.build_chain(c.text, r["response"], r["answer"], max_nodes, max_node_words)
         out.append({"qid": r["qid"], "iteration": iteration, "agent": r["agent"], "answer": r["answer"],
-                    "answer_norm": normalize_answer(r["answer"]), "rationale": r["response"], "raw_output": c.text,
+                    "answer_norm": answer_key(r["answer"], reader_of(us.questions[u][r["qid"]])),
+                    "rationale": r["response"], "raw_output": c.text,
                     "parse_error": chain.parse_error, "raw_nodes": chain.raw_nodes, "node_flags": chain.node_flags,
                     "nodes": chain.nodes, "fallback": chain.fallback, **call_columns(c)})
     for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
@@ -408,7 +408,8 @@ def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict]
                              verdicts.get(qid)) if rep else None
         truncated = bool(rep) and rep["finish_reason"] == "length"
         new, reason = controller.transition(s, agent_answers, guard, rep["nodes"] if rep else [], iteration,
-                                            iterations, truncated=truncated, skipped=skipped and not agreed)
+                                            iterations, truncated=truncated, skipped=skipped and not agreed,
+                                            reader=reader_of(qs[qid]))
         states.append(new)
         # a truncated reply is recorded with its checks but decides nothing: admitted stays null
         decisions.append({"qid": qid, "iteration": iteration, "policy": policy, "answers": agent_answers,

@@ -22,7 +22,7 @@ from ..answers import normalize_answer
 from ..protocols.lmad.commit_guard import CHECKS as CHECK_ORDER
 from ..registry import TABLE2_METHODS
 from ..schemas import read_table
-from ..stats import macro_average, paired_bootstrap_diff
+from ..stats import macro_average, mean_sd, paired_bootstrap_diff
 
 log = logging.getLogger(__name__)
 
@@ -80,13 +80,21 @@ def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, b
         _write(tex, "% Table 1 is empty: no method of config paper.columns is in this run's methods.\n")
         return
     blocks, flat = [], []
-    for b in backbones:
-        block = table1_block(accuracy_cells(judged, b), datasets, columns, baselines, target)
+    for b, replicates in _replicate_groups(backbones).items():
+        # replicates pool into one row; each question's score is its mean over them (for the bootstrap)
+        mine = judged.filter(pl.col("backbone").is_in(replicates))
+        if len(replicates) > 1 and len(mine):
+            mine = (mine.group_by("dataset", "method", "qid", maintain_order=True).agg(pl.col("score").mean())
+                    .with_columns(pl.lit(b).alias("backbone")))
+        block = table1_block(accuracy_cells(mine, b if len(replicates) > 1 else replicates[0]), datasets, columns,
+                             baselines, target)
+        if len(replicates) > 1:
+            _add_replicate_sd(block, [table1_block(accuracy_cells(judged, r), datasets, columns, baselines, target)
+                                      for r in replicates])
         avg = block[-1]
         ci = None
         if avg["strongest"] and avg["delta"] is not None:
             try:
-                mine = judged.filter(pl.col("backbone") == b)
                 boot = paired_bootstrap_diff(score_vectors(mine, target, pl.col("score"), datasets),
                                              score_vectors(mine, avg["strongest"], pl.col("score"), datasets),
                                              n_resamples=bootstrap_resamples, seed=seed)
@@ -97,13 +105,33 @@ def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, b
         flat += [{"metric": head.metric, **r} for r in table1_frame_rows(b, block, columns, ci)]
         log.info("%s: Avg. Δ %s vs %s, CI %s", b, fmt(avg["delta"], True), avg["strongest"], ci)
     _write_csv(csv, flat)
+    pooled = [b for b, reps in _replicate_groups(backbones).items() if len(reps) > 1]
+    replicate_note = (f" Cells: mean ± sample SD over the {len(_replicate_groups(backbones)[pooled[0]])} seeded "
+                      "replicates; Δ and its CI from each question's score averaged over the replicates."
+                      if pooled else "")
     note = (f"\n{head.label[0].upper() + head.label[1:]} (%). Avg. = macro-average over {len(datasets)} datasets. "
             f"Δ = {label(target)} − "
             "strongest baseline of the row (underlined; on Avg. rows the strongest macro-averaged baseline); "
-            f"bold = best overall. Avg. rows: paired-bootstrap 95% CI, {bootstrap_resamples} resamples, seed {seed}.\n")
+            f"bold = best overall. Avg. rows: paired-bootstrap 95% CI, {bootstrap_resamples} resamples, seed {seed}."
+            f"{replicate_note}\n")
     _write(md, f"# Table 1 — {head.label} (%)\n\n" + head.banner() + table1_markdown(blocks, columns) + note)
     _write(tex, f"% {head.warning or 'Headline metric: ' + head.label}\n% {head.validation}\n"
            + table1_latex(blocks, columns))
+
+
+def _replicate_groups(runs: list[str]) -> dict[str, list[str]]:
+    """Runs by the backbone they replicate (lmad.layout.model_of), in config order."""
+    groups: dict[str, list[str]] = {}
+    for r in runs:
+        groups.setdefault(layout.model_of(r), []).append(r)
+    return groups
+
+
+def _add_replicate_sd(block: list[dict], per_replicate: list[list[dict]]) -> None:
+    """``sd`` {method: sample SD over the replicates' cells} on each row of a pooled Table 1 block."""
+    for i, row in enumerate(block):
+        row["sd"] = {m: mean_sd([rep[i]["values"][m] for rep in per_replicate if rep[i]["values"][m] is not None])[1]
+                     for m in row["values"]}
 
 
 # ---- Table 2 ----
@@ -281,12 +309,11 @@ LMAD_COST_COLUMNS = ["last_iteration_aux_calls_per_q", "last_iteration_aux_compl
 
 # ---- headroom ----
 
-def _golds(questions: list[str]) -> dict[tuple[str, str], list[str]]:
-    out = {}
-    for p in questions:
-        for r in read_table("questions", p).select("dataset", "qid", "answer", "aliases").to_dicts():
-            out[(r["dataset"], r["qid"])] = [r["answer"], *(r["aliases"] or [])]
-    return out
+def _golds(questions: list[str]) -> dict:
+    """(dataset, qid) -> the question's typed gold (lmad.answer_types.Gold)."""
+    from .units import read_golds
+
+    return read_golds(questions)
 
 
 def _round0_answers(path: str) -> dict[str, list[str]]:
@@ -354,7 +381,7 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
                                                                       (pl.col("method") == m)).to_dicts()]
     header = ["Backbone", "Method", "Round-0 vote", "Proposal hit", "Headroom", "Recovered", "New-correct",
               "Damage", "Final (EM)", "Gain", "Judge acc."]
-    _write(md, "# Headroom accounting (official EM)\n\n" + head.banner() + markdown(header, rows)
+    _write(md, "# Headroom accounting (official EM; the answer type's rule for numbers, expressions and letters)\n\n" + head.banner() + markdown(header, rows)
            + "\n% of questions, macro-averaged over datasets. Correctness = normalized "
            "EM against answer + aliases for each method's own round-0 answers (debate methods: their round 0; "
            "others: the shared proposals), their vote and the final answer; gain = final − vote = recovered + "
@@ -370,11 +397,13 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
 def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, backbones: list[str],
                    provenance: dict, code: str = "") -> None:
     """Per backbone × method (macro over datasets) and per dataset: round-wise agent / strict-majority
-    accuracy, R-final accuracy by initial composition, CPL, AME, CMP1vK (lmad.paper.dynamics)."""
+    accuracy, R-final accuracy by initial composition and on TrueMAD's difficult questions, CPL, AME,
+    CMP1vK (lmad.paper.dynamics). Correctness is each question's answer type's own rule."""
     from ..paper.dynamics import correctness_by_round, dynamics
     from ..paper.figures import group_rounds
+    from .units import read_golds
 
-    golds = _golds(questions)
+    golds = read_golds(questions)
     rows = [{"backbone": b, "dataset": d, "method": m, **dynamics(correctness_by_round(golds, ps))}
             for (b, d, m), ps in group_rounds(rounds).items()]
     frame = pl.DataFrame(rows, infer_schema_length=None)
@@ -382,7 +411,8 @@ def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, b
     if frame.is_empty():
         _write(md, "**No debate method in this run: no debate dynamics to report.**\n")
         return
-    cols = ["final_acc_wrong_majority", "final_acc_even_split", "final_acc_correct_majority", "cpl", "ame", "cmp_1vK"]
+    cols = ["final_acc_wrong_majority", "final_acc_even_split", "final_acc_correct_majority",
+            "final_agent_acc_difficult", "final_acc_difficult", "cpl", "ame", "cmp_1vK"]
     out = []
     for b in backbones:
         for m in (frame.filter(pl.col("backbone") == b)["method"].unique(maintain_order=True) if len(frame) else []):
@@ -395,12 +425,16 @@ def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, b
                     for c in cols]
             out.append([b, label(m), curve, *vals])
     header = ["Backbone", "Method", "Agent / majority acc. per round", "R-final: wrong maj.", "R-final: even split",
-              "R-final: correct maj.", "CPL", "AME (pp)", "CMP1vK (%)"]
-    _write(md, markdown(header, out) + "\nEM accuracy (%), mean over datasets of per-dataset values (NaN "
-           "groups skipped). CPL = P(wrong→right) / P(right→wrong) over agent transitions between rounds; AME = "
-           "P(final majority right | initial wrong majority) − P(final majority wrong | initial correct majority); "
-           "CMP1vK = P(final majority right | exactly one agent right at round 0) — formulas in "
-           "lmad/paper/dynamics.py.\n")
+              "R-final: correct maj.", "Difficult: R-final agent acc.", "Difficult: R-final maj.", "CPL", "AME (pp)",
+              "CMP1vK (%)"]
+    _write(md, markdown(header, out) + "\nAccuracy (%) by each question's answer type (official EM for spans and "
+           "yes/no, equivalence of numbers, expressions and option letters otherwise), mean over datasets of "
+           "per-dataset values (NaN groups skipped). Difficult = at least half of the agents wrong at round 0 "
+           "(wrong majority or even split; TrueMAD's difficult cases, its R1 being round 0 here); per-round "
+           "accuracies on them are in the CSV. CPL = P(wrong→right) / P(right→wrong) over agent transitions "
+           "between rounds; AME = P(final majority right | initial wrong majority) − P(final majority wrong | "
+           "initial correct majority); CMP1vK = P(final majority right | exactly one agent right at round 0) — "
+           "formulas in lmad/paper/dynamics.py.\n")
 
 
 # ---- figures / viewer: lmad.paper.figures, lmad.paper.viewer ----

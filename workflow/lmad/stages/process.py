@@ -22,6 +22,7 @@ from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from .disagreement import debate_replies
 from .judge import _call, battery_replies
+from .units import read_golds
 
 log = logging.getLogger(__name__)
 
@@ -86,11 +87,6 @@ def rubric_validation(questions: list[str], prompt: str, battery: str, validatio
     log.info("%s; %s", rubric_validation_line(summary), backend.stats() if backend else "no items")
 
 
-def _golds(questions: list[str]) -> dict:
-    return {(r["dataset"], r["qid"]): [r["answer"], *(r["aliases"] or [])]
-            for p in questions for r in read_table("questions", p).to_dicts()}
-
-
 def _transitions(golds: dict, states: list[str]) -> dict:
     """CPL / AME / CMP of one method over its datasets: per-dataset values, mean over datasets."""
     groups = defaultdict(list)
@@ -131,7 +127,7 @@ def process_table(questions: list[str], scores: list[str], rounds: list[str], cs
     ``rubric_validation``; none given: unvalidated) and CPL / AME / CMP1v(K-1)."""
     from ..headline import validation_line
 
-    golds = _golds(questions)
+    golds = read_golds(questions)
     states = defaultdict(list)
     for path in [*rounds, *(lmad_generate or [])]:
         where = layout.parse(path)

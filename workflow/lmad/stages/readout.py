@@ -17,7 +17,8 @@ from ..paper import readout as ro
 from ..registry import METHODS
 from ..schemas import read_table
 from ..societies import held_out_note
-from .paper import _golds, load
+from .paper import load
+from .units import read_golds
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def _figure_readout(frame: pl.DataFrame, cells: list[dict], png: str, backbones:
 def readout_table(questions: list[str], finalized: list[str], predictions: list[str], round_samples: list[str],
                   round_steps: list[str], traces: list[str], votes: list[str], csv: str, md: str, png: str,
                   backbones: list[str], methods: list[str], provenance: dict, code: str = "") -> None:
-    golds = _golds(questions)
+    golds = read_golds(questions)
     fin = load("finalized", finalized)
     costs = method_costs(round_samples, round_steps, traces, list(dict.fromkeys(votes)), methods)
     frame = ro.with_average(ro.readout_rows(fin, golds, costs))
@@ -140,7 +141,7 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
                             fmt(r["recovered"]), fmt(r["new_correct"]), fmt(r["damage"]),
                             f"{fmt(r['overturns'])} ({fmt(r['overturns_correct'])} / {fmt(r['overturns_wrong'])})",
                             fmt(r["tie_rate"]), fmt(r["calls_per_q"]), fmt(r["completion_tokens_per_q"])])
-    write_text(md, "# Round-level controls and readout (official EM)\n\n" + markdown(header, out)
+    write_text(md, "# Round-level controls and readout (official EM; the answer type's rule for numbers, expressions and letters)\n\n" + markdown(header, out)
                + "\n% of questions, macro-averaged over datasets (per-dataset rows in readout.csv). Each row applies one "
                "finalizer to one saved round of one method (LMAD: iteration; a question that stopped earlier keeps its "
                "stop round's answers). Δ = EM − the method's own R0 vote = recovered + new-correct − damage "
@@ -158,7 +159,7 @@ def headroom_lift(questions: list[str], finalized: list[str], predictions: list[
     from ..paper.figures import _plt
     from ..atomic import save_figure
 
-    golds = _golds(questions)
+    golds = read_golds(questions)
     cells = ro.lift_cells(load("finalized", finalized), load("predictions", predictions), golds)
     corr = ro.correlations(cells)
     write_csv(csv, pl.DataFrame(cells) if cells else pl.DataFrame({c: [] for c in (
@@ -168,7 +169,7 @@ def headroom_lift(questions: list[str], finalized: list[str], predictions: list[
     stat = (f"Pearson r = {fmt(corr['pearson_r'])} (p = {fmt(corr['pearson_p'])}), Spearman ρ = "
             f"{fmt(corr['spearman_rho'])} (p = {fmt(corr['spearman_p'])}) across {corr['n_cells']} cells"
             + (f" — {corr['note']}" if corr["note"] else "") + ".")
-    write_text(md, "# Headroom vs lift (official EM)\n\n" + markdown(
+    write_text(md, "# Headroom vs lift (official EM or the answer type's rule)\n\n" + markdown(
         ["Backbone", "Dataset", "Method", "R0 headroom", "R0 vote", "Final", "Lift"], rows)
         + f"\n{stat}\nHeadroom = some round-0 answer correct but the round-0 vote wrong; lift = the method's own "
         "final EM − its round-0 vote EM (percentage points).\n")

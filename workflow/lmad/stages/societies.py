@@ -18,7 +18,7 @@ import polars as pl
 
 from .. import layout
 from .. import societies as so
-from ..answers import exact_match
+from ..answer_types import gold_correct, golds_of
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
 from ..display import fmt, markdown
@@ -26,6 +26,7 @@ from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import derive_seed, reader_of, sample_rows, solver_request
+from .units import read_golds
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,10 @@ def _agent_columns(a: so.PoolAgent) -> dict:
 
 def society_pool(questions: list[str], pool: str, model: dict, cache_dir: str, prompt: str, temperatures: list[float],
                  personas: list[str], variants: list[str], perturbations: list[dict], selection_fraction: float,
-                 max_tokens: int, seed: int, provenance: dict) -> None:
+                 max_tokens: int, seed: int, provenance: dict, call_seed: int | None = None) -> None:
+    """The pool's answers; ``seed`` splits the questions, ``call_seed`` (a replicate's; default
+    ``seed``) seeds the calls."""
+    call_seed = seed if call_seed is None else call_seed
     qs = [q for p in questions for q in read_table("questions", p).to_dicts()]
     split = so.split_of(seed, [(q["dataset"], q["qid"]) for q in qs], selection_fraction)
     agents = so.pool_agents(temperatures, personas, variants, perturbations)
@@ -53,13 +57,13 @@ def society_pool(questions: list[str], pool: str, model: dict, cache_dir: str, p
         for a in members:
             ask = so.agent_prompt(solver, a)
             for q in qs:
-                s = derive_seed(seed, q["qid"], "society", a.name)
+                s = derive_seed(call_seed, q["qid"], "society", a.name)
                 jobs.append({"qid": q["qid"], "dataset": q["dataset"], "split": split[(q["dataset"], q["qid"])],
                              **_agent_columns(a), "seed": s, "reader": reader_of(q),
                              "request": solver_request(ask, q, a.temperature, s, max_tokens)})
-        golds = {(q["dataset"], q["qid"]): [q["answer"], *(q["aliases"] or [])] for q in qs}
+        golds = golds_of(qs)
         for r in sample_rows(backend, jobs):
-            rows.append(r | {"correct": bool(exact_match(r["answer"] or "", golds[(r["dataset"], r["qid"])]))})
+            rows.append(r | {"correct": gold_correct(r["answer"], golds[(r["dataset"], r["qid"])])})
         stats.append(f"weights {'base' if w_seed is None else members[0].name.split('-')[-1]}: {len(jobs)} calls, "
                      f"{backend.stats()}")
     write_table("society_pool", rows, pool, provenance)
@@ -69,11 +73,13 @@ def society_pool(questions: list[str], pool: str, model: dict, cache_dir: str, p
 
 
 def _matrix(pool: pl.DataFrame, split: str, agents: list[int]) -> tuple[list[list[str]], list[list[str]], list]:
-    """answers[a][q] over one split's questions (sorted), their golds are read from ``correct``."""
+    """(keys, correct, tokens)[a][q] over one split's questions (sorted). The pool holds no answer
+    type, so answers are compared by their stored keys (``answer_norm``: the question's reader's
+    key) and correctness is the pool's own ``correct`` (the answer type's rule)."""
     sub = pool.filter(pl.col("split") == split).sort("dataset", "qid", "agent")
     keys = sorted({(r["dataset"], r["qid"]) for r in sub.select("dataset", "qid").to_dicts()})
     cell = {(r["agent"], r["dataset"], r["qid"]): r for r in sub.to_dicts()}
-    answers = [[cell[(a, *k)]["answer"] or "" for k in keys] for a in agents]
+    answers = [[cell[(a, *k)]["answer_norm"] or "" for k in keys] for a in agents]
     correct = [[1.0 if cell[(a, *k)]["correct"] else 0.0 for k in keys] for a in agents]
     tokens = [[cell[(a, *k)]["completion_tokens"] for k in keys] for a in agents]
     return answers, correct, tokens
@@ -106,8 +112,7 @@ def select_societies(pool: pl.DataFrame, k: int, sc_min_support: float, default_
                 "selection_support": sum(support[i]) / max(n_sel, 1)})
         for split in ("selection", "evaluation"):
             ans, cor, tok = _matrix(pool, split, agents)
-            golds = _golds_of(pool, split)
-            ev = so.evaluate(ans, golds, rows_idx)
+            ev = so.society_scores(ans, cor, rows_idx)
             n = ev["n"]
             evaluation.append({"selector": selector, "split": split, "size": len(rows_idx), "n": n, "hit": ev["hit"],
                                "vote": ev["vote"], "member_acc": ev["member_acc"],
@@ -117,18 +122,6 @@ def select_societies(pool: pl.DataFrame, k: int, sc_min_support: float, default_
                                "calls_per_q": float(len(rows_idx)),
                                "completion_tokens_per_q": sum(sum(tok[i]) for i in rows_idx) / n if n else None})
     return members, evaluation
-
-
-def _golds_of(pool: pl.DataFrame, split: str) -> list[list[str]]:
-    """Per question of a split (sorted by dataset, qid): the answers judged correct there, so
-    ``exact_match`` against them reproduces ``correct`` (a question with no correct answer gets a
-    gold no answer matches)."""
-    sub = pool.filter(pl.col("split") == split)
-    keys = sorted({(r["dataset"], r["qid"]) for r in sub.select("dataset", "qid").to_dicts()})
-    right = defaultdict(list)
-    for r in sub.filter(pl.col("correct")).to_dicts():
-        right[(r["dataset"], r["qid"])].append(r["answer"])
-    return [right[k] or ["\x00no correct answer\x00"] for k in keys]
 
 
 def society_select(pool: str, members: str, evaluation: str, k: int, sc_min_support: float,
@@ -145,11 +138,11 @@ LABELS = so.LABELS
 
 
 def debate_rows(pools: list[str], predictions: list[str], questions: list[str]) -> list[dict]:
-    """Official EM of each predictions table (a society method or its plain method) on each split of
+    """Accuracy (official EM for spans, the answer type's rule otherwise) of each predictions table
+    (a society method or its plain method) on each split of
     its backbone's pool: the selection split chose the society, so only the evaluation split is a
     held-out figure for a society method."""
-    golds = {(q["dataset"], q["qid"]): [q["answer"], *(q["aliases"] or [])]
-             for p in questions for q in read_table("questions", p).to_dicts()}
+    golds = read_golds(questions)
     split = {}
     for p in pools:
         b = layout.parse(p).backbone
@@ -159,7 +152,7 @@ def debate_rows(pools: list[str], predictions: list[str], questions: list[str]) 
     for p in predictions:
         b = layout.parse(p).backbone
         for r in read_table("predictions", p).to_dicts():
-            ok = bool(exact_match(r["prediction"] or "", golds[(r["dataset"], r["qid"])]))
+            ok = gold_correct(r["prediction"], golds[(r["dataset"], r["qid"])])
             right[(b, r["method"], split[(b, r["dataset"], r["qid"])])].append(ok)
     return [{"backbone": b, "method": m, "society": registered_method(m).society or "", "split": sp, "n": len(v),
              "accuracy": 100 * sum(v) / len(v)} for (b, m, sp), v in sorted(right.items())]
@@ -191,7 +184,7 @@ def societies_table(evaluation: list[str], members: list[str], csv: str, md: str
         write_csv(debates_csv, pl.DataFrame(debates, schema={"backbone": pl.Utf8, "method": pl.Utf8,
                                                              "society": pl.Utf8, "split": pl.Utf8, "n": pl.Int64,
                                                              "accuracy": pl.Float64}))
-    write_text(md, "# Coverage-selected societies (official EM)\n\n" + markdown(
+    write_text(md, "# Coverage-selected societies (official EM; the answer type's rule for numbers, expressions and letters)\n\n" + markdown(
         ["Backbone", "Society", "Agents", "Selection coverage (AC / SC)", "Eval. proposal hit", "Eval. vote",
          "Eval. member acc.", "Calls / q", "Gen. tokens / q"], rows)
         + "\nSelected on the selection split, evaluated on the disjoint evaluation split (% of its questions; "
@@ -208,7 +201,7 @@ def _debates_markdown(debates: list[dict]) -> str:
         ev, sel = cell.get((b, m, "evaluation")), cell.get((b, m, "selection"))
         rows.append([b, registered_method(m).label, *(f"{fmt(r['accuracy'])} (n = {r['n']})" if r else "–"
                                                       for r in (ev, sel))])
-    return ("\n## Debating with a selected society (official EM)\n\n" + markdown(
+    return ("\n## Debating with a selected society (official EM or the answer type's rule)\n\n" + markdown(
         ["Backbone", "Method", "Evaluation split (held out)", "Selection split (not held out)"], rows)
         + "\nA society was picked on the selection split's questions, so a society method's accuracy there is "
         "not a held-out figure; compare methods on the evaluation split. Every other table of the run scores "

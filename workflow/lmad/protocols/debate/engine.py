@@ -33,14 +33,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from ...answers import normalize_answer
 from ...cost import call_columns, cost_per_question
 from ...backends import Backend, ChatRequest, Completion
 from ...prompts import Prompt
 from ...societies import PoolAgent, member_prompt
 from ...disagreement.labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
                                     parse_self_report, self_report_request)
-from ...solver import answer_key, derive_seed, read_answer, reader_of
+from ...solver import Reader, answer_key, derive_seed, read_answer, reader_of
 from ...tones import with_tone
 from . import views
 from .decisions import JUDGE_SCHEMA, MODERATOR_SCHEMA, STOP_RULES, Verdict, parse_judge, parse_moderator, vote
@@ -367,9 +366,9 @@ STAGES = {Solve: _solve, Reason: _reason, Advise: _advise, Revise: _revise, Turn
 
 # --------------------------------------------------------------------------------- a round
 
-def _stopped(qid: str, t: int, reason: str, answer: str) -> dict:
+def _stopped(qid: str, t: int, reason: str, answer: str, reader: Reader) -> dict:
     return {"qid": qid, "round": t, "active": False, "stop_reason": reason, "stop_round": t,
-            "prediction": answer, "prediction_norm": normalize_answer(answer)}
+            "prediction": answer, "prediction_norm": answer_key(answer, reader)}
 
 
 def _open(qid: str, t: int) -> dict:
@@ -434,11 +433,11 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
         answers = [rnd.current[qid][a]["answer"] for a in rnd.agents]
         stopped = STOP_RULES[protocol.stop](answers, rnd.verdicts.get(qid))
         if stopped:
-            state[qid] = _stopped(qid, t, *stopped)
+            state[qid] = _stopped(qid, t, *stopped, rnd.reader(qid))
         elif not last:
             state[qid] = _open(qid, t)
         elif protocol.final == "vote":
-            state[qid] = _stopped(qid, t, *vote(answers))
+            state[qid] = _stopped(qid, t, *vote(answers), rnd.reader(qid))
         else:
             undecided.append(qid)
     if undecided:
@@ -448,9 +447,9 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
             chain.verdict = parse_moderator(chain.text, rnd.reader(chain.qid))
             if chain.verdict.error:
                 _, answer = vote([rnd.current[chain.qid][a]["answer"] for a in rnd.agents])
-                state[chain.qid] = _stopped(chain.qid, t, "moderator_fallback", answer)
+                state[chain.qid] = _stopped(chain.qid, t, "moderator_fallback", answer, rnd.reader(chain.qid))
             else:
-                state[chain.qid] = _stopped(chain.qid, t, "moderator", chain.verdict.answer)
+                state[chain.qid] = _stopped(chain.qid, t, "moderator", chain.verdict.answer, rnd.reader(chain.qid))
         rnd.record(chains)
     missing = set(qs) - set(state)
     if missing:

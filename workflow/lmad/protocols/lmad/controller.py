@@ -27,7 +27,8 @@ Questions that stopped earlier pass through every later iteration untouched.
 """
 from __future__ import annotations
 
-from ...answers import all_agree, majority_vote, normalize_answer
+from ...answers import all_agree, majority_vote
+from ...solver import SPAN_READER, Reader, answer_key
 from .commit_guard import GuardResult
 
 AGREEMENT, GUARD_REJECTED, BUDGET = "agreement", "guard_rejected", "budget"
@@ -51,31 +52,32 @@ def initial_state(qids: list[str]) -> list[dict]:
              "prediction": None, "prediction_norm": None} for q in qids]
 
 
-def _stop(state: dict, reason: str, iteration: int, answer: str, committed: list[str]) -> dict:
+def _stop(state: dict, reason: str, iteration: int, answer: str, committed: list[str], reader: Reader) -> dict:
     return state | {"active": False, "committed": committed, "stop_reason": reason, "stop_iteration": iteration,
-                    "prediction": answer, "prediction_norm": normalize_answer(answer)}
+                    "prediction": answer, "prediction_norm": answer_key(answer, reader)}
 
 
 def transition(state: dict, answers: list[str], guard: GuardResult | None, repair_nodes: list[str],
                iteration: int, iterations: int, truncated: bool = False,
-               skipped: bool = False) -> tuple[dict, str | None]:
+               skipped: bool = False, reader: Reader = SPAN_READER) -> tuple[dict, str | None]:
     """The state after iteration ``iteration`` of an active question, and its stop reason
     (None when it continues). ``answers`` are in agent order; ``guard`` is None exactly
     when the answers agree (no repair reached the gate) or the iteration ``skipped`` its
-    auxiliary stages; ``truncated``: the resolver's reply was cut off."""
+    auxiliary stages; ``truncated``: the resolver's reply was cut off; ``reader``: how the
+    question's replies are read (``solver.reader_of``), which keys the prediction."""
     vote, _ = majority_vote(answers)
     if not needs_repair(answers):
-        return _stop(state, AGREEMENT, iteration, vote, state["committed"]), AGREEMENT
+        return _stop(state, AGREEMENT, iteration, vote, state["committed"], reader), AGREEMENT
     if skipped:
-        return _stop(state, BUDGET, iteration, vote, state["committed"]), BUDGET
+        return _stop(state, BUDGET, iteration, vote, state["committed"], reader), BUDGET
     if truncated:
-        return _stop(state, RESOLVER_TRUNCATED, iteration, vote, state["committed"]), RESOLVER_TRUNCATED
+        return _stop(state, RESOLVER_TRUNCATED, iteration, vote, state["committed"], reader), RESOLVER_TRUNCATED
     if guard is None:
         raise ValueError(f"question {state['qid']}: answers disagree at iteration {iteration} but no repair "
                          "reached the commit guard")
     if not guard.admitted:
-        return _stop(state, GUARD_REJECTED, iteration, vote, state["committed"]), GUARD_REJECTED
+        return _stop(state, GUARD_REJECTED, iteration, vote, state["committed"], reader), GUARD_REJECTED
     committed = [*state["committed"], *repair_nodes]
     if iteration >= iterations - 1:
-        return _stop(state, BUDGET, iteration, vote, committed), BUDGET
+        return _stop(state, BUDGET, iteration, vote, committed, reader), BUDGET
     return state | {"committed": committed}, None
