@@ -5,7 +5,7 @@ min_version("9.0")
 
 # The demo's config applies only when the command line names no --configfile: a user's own
 # config stands alone, and an overlay names the config it extends
-# (--configfile config/config.yaml config/truemad.yaml).
+# (--configfile config/config.yaml config/readout.yaml).
 if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"
@@ -28,6 +28,12 @@ include: "rules/matched.smk"
 include: "rules/disagreement.smk"
 include: "rules/process.smk"
 include: "rules/jury.smk"
+include: "rules/opinion.smk"
+
+
+# One engine per model per run: a served model's stage jobs are clients of its server, so
+# under SLURM they run on the submit host, and their server is the model's one SLURM job.
+workflow.localrules(*served_client_rules())
 
 
 rule all:
@@ -40,6 +46,7 @@ rule all:
 
 onstart:
     start_warm_worker()
+    serve_on_cluster()
 
 
 onsuccess:

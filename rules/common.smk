@@ -6,12 +6,13 @@ from snakemake.utils import validate
 
 from lmad import layout
 from lmad.layout import shard_name, shard_names
-from lmad.config_checks import check_config, check_method_names, schema_error
+from lmad.config_checks import check_config, check_method_names, schema_error, serve_by_default
 from lmad.data.loaders import dataset_type, resolve_path
 from lmad.job_resources import model_sizing
 from lmad.protocols.debate import setting_of
 from lmad.registry import METHODS, TABLE2_METHODS, names
 from lmad.runlock import guard_workflow
+from lmad.serve import ON_SLURM_ENV as SERVE_ON_SLURM_ENV
 from lmad.societies import split_society
 from lmad.tones import tone_role
 from lmad.smk import code_hash
@@ -29,6 +30,7 @@ except WorkflowError:
                         or "config does not match config/schema/config.schema.yaml") from None
 # locks left by a killed run of this directory are removed, a live run's never (README "Resume after a kill")
 guard_workflow(workflow)
+serve_by_default(config)
 check_config(config, allow_test_double=os.environ.get("LMAD_ALLOW_TEST_DOUBLE") == "1")
 
 # The LMAD chain (the proposals, then five stage jobs per iteration, each waiting for the last)
@@ -182,7 +184,27 @@ def model_files(name):
 
 
 def model_threads(name):
-    return config["models"][layout.model_of(name)].get("threads", 1)
+    spec = config["models"][layout.model_of(name)]
+    return 1 if spec.get("serve") else spec.get("threads", 1)  # a served model's jobs are HTTP clients
+
+
+# The rules whose jobs call a model, by whose model: the backbone of the job, the judge, a juror.
+MODEL_RULES = {
+    "backbone": ["generate", "debate_round", "lmad_generate", "lmad_extract", "lmad_localize", "lmad_debate",
+                 "lmad_resolve", "sc_matched", "society_pool", "finalizers", "lmad_self_report", "probe"],
+    "judge": ["judge", "judge_validation", "pushback_validation", "pushback", "process_scores", "rubric_validation"],
+    "juror": ["jury"],
+}
+
+
+def served_client_rules():
+    """Model rules every model of which is served: their jobs only talk to the model's server,
+    so on SLURM they run on the submit host and hold no allocation while they wait; the
+    server is the model's one SLURM job (lmad.serve). The Snakefile makes them local rules."""
+    models = {"backbone": config["backbones"], "judge": [JUDGE], "juror": JURORS}
+    defined = {r.name for r in workflow.rules}
+    return [rule for kind, rules in MODEL_RULES.items() if all(config["models"][m].get("serve") for m in models[kind])
+            for rule in rules if rule in defined]
 
 
 def judge_params():
@@ -254,7 +276,7 @@ def judge_validation_file(name="validation.parquet"):
 def all_outputs():
     replicates = [layout.analysis(b, "replicates.md") for b in config["backbones"]] if SEEDS else []
     return [layout.analysis(b, name) for b in BACKBONES for name in ("table.md", "accuracy.png")] + replicates + [
-        layout.MANIFEST, judge_validation_file("validation.md"), *paper_outputs()]
+        layout.MANIFEST, judge_validation_file("validation.md"), *paper_outputs(), *opinion_outputs()]
 
 
 # ---- LMAD (rules/lmad.smk): one stage job per (backbone, iteration) serves every
@@ -493,6 +515,13 @@ def stop_warm_worker():
 
 # ---- Served models (README "Model loads and served mode"): the run's end stops the servers
 # its jobs started.
+
+def serve_on_cluster():
+    """Under a cluster executor (known only once the run starts) a served model's client jobs,
+    local rules, start its server through sbatch (lmad.serve)."""
+    if not workflow.local_exec:
+        os.environ[SERVE_ON_SLURM_ENV] = "1"
+
 
 def stop_served_models():
     if any(m.get("serve") for m in config["models"].values()):

@@ -55,36 +55,37 @@ def paper_plan():
     return config, jobs
 
 
-def test_paper_config_asks_for_gpus_on_model_rules_only(paper_plan):
+def test_paper_config_serves_every_model_and_no_planned_job_holds_a_gpu(paper_plan):
+    """Every vLLM model of the paper config is served (the default): its stage jobs are light
+    clients with the profile's defaults, and the GPUs go to one server job per model, sized
+    like an offline stage job (lmad.job_resources)."""
+    from lmad.job_resources import model_sizing
+
     config, jobs = paper_plan
     rules = {rule for rule, _, _ in jobs}
     assert {"generate", "judge", "debate_round", "prepare_data", "predict", "analyze", "manifest"} <= rules
     for rule, wildcards, res in jobs:
-        if rule in MODEL_RULES:
-            spec = config["models"][model_of(rule, wildcards, config)]
-            assert spec["backend"] == "vllm"
-            gpus = spec["tensor_parallel_size"]
-            assert res["gpu"] == str(gpus), (rule, wildcards, res)
-            assert res["mem_mb"] == str(GPU_DEFAULTS["mem_mb_per_gpu"] * gpus), (rule, res)
-            assert res["runtime"] == str(GPU_DEFAULTS["runtime"])
-            assert res["cpus_per_gpu"] == str(GPU_DEFAULTS["cpus_per_gpu"])
-        else:
-            assert res.get("gpu", "0") == "0", (rule, res)
-            assert "cpus_per_gpu" not in res, (rule, res)
-            # the profile's default resources
-            assert (res["mem_mb"], res["runtime"]) == ("4000", "60"), (rule, res)
-    # the judge (Qwen2.5-32B, tensor_parallel_size 2) asks for two GPUs on every job: one
-    # job per backbone (Table 1's ten) judges all four datasets
-    judge = [res for rule, _, res in jobs if rule == "judge"]
-    assert len(judge) == len(config["backbones"]) == 10 and {r["gpu"] for r in judge} == {"2"}
+        assert res.get("gpu", "0") == "0" and "cpus_per_gpu" not in res, (rule, res)
+        assert (res["mem_mb"], res["runtime"]) == ("4000", "60"), (rule, res)
+    models = [*config["backbones"], config["judge"]["model"]]
+    served = {m: {**config["models"][m], "serve": True} for m in models}
+    assert all("serve" not in config["models"][m] for m in models)   # by default, not by a setting
+    for m in models:
+        gpus = config["models"][m]["tensor_parallel_size"]
+        assert model_sizing(served, m, served_as_client=False) == {
+            "gpu": gpus, "mem_mb": GPU_DEFAULTS["mem_mb_per_gpu"] * gpus, "runtime": GPU_DEFAULTS["runtime"],
+            "cpus_per_gpu": GPU_DEFAULTS["cpus_per_gpu"]}
+    # the judge still judges every dataset of a backbone in one job (Table 1's ten backbones)
+    assert sum(rule == "judge" for rule, _, _ in jobs) == len(config["backbones"]) == 10
 
 
 def test_model_resources_follow_each_backbone_and_overrides(workdir):
     """A vllm backbone with overrides, a CPU backbone beside it, and LMAD's model stages."""
     models = {
-        "big": {"backend": "vllm", "model": "org/big", "tensor_parallel_size": 2,
+        # offline (serve: false): every stage job loads its own engine and holds its GPUs
+        "big": {"backend": "vllm", "model": "org/big", "tensor_parallel_size": 2, "serve": False,
                 "resources": {"mem_mb": 90000, "runtime": 240, "cpus_per_gpu": 4}},
-        "small": {"backend": "vllm", "model": "org/small"},
+        "small": {"backend": "vllm", "model": "org/small", "serve": False},
         "cpu": {"backend": "transformers", "model": "org/cpu", "resources": {"mem_mb": 6000}},
     }
     config = make_config(workdir, n=1, models=models, backbones=("big", "small", "cpu"),
@@ -165,7 +166,7 @@ def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
     assert manifest["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}", manifest["git_commit"])
     # generate cot, generate proposals, judge and judge_validation each loaded the (scripted) model once
     assert manifest["model_loads"] == {"scripted": 4}
-    assert manifest["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 4}
+    assert manifest["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 4, "engine_starts": 4}
     # each model job's statistics, from the backend's counters (not its log text)
     judge = json.loads((workdir / "logs" / "scripted" / "judge.stats.json").read_text())
     # (two methods' identical answers make one judge request: computed once, the copy a hit)
@@ -178,7 +179,7 @@ def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
     snakemake(workdir, "--forcerun", "generate")
     again = json.loads((workdir / "results" / "manifest.json").read_text())
     # judge_validation reads only the questions, so it did not rerun: its log is the first run's
-    assert again["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 1}
+    assert again["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 1, "engine_starts": 1}
     rejudged = json.loads((workdir / "logs" / "scripted" / "judge.stats.json").read_text())
     assert rejudged == {**judge, "hits": judge["calls"], "misses": 0, "loads": 0}
     assert again["config_sha256"] != manifest["config_sha256"]

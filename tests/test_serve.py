@@ -53,7 +53,23 @@ def test_sbatch_argv_sizes_the_server_like_a_stage_job():
                              "exec python -m lmad.serve launch a b", Path("/x/logs/serve/big.log"))
     assert argv[:2] == ["sbatch", "--parsable"] and argv[-2:] == ["--wrap", "exec python -m lmad.serve launch a b"]
     assert {"--gpus=2", "--cpus-per-gpu=8", "--mem=64000M", "--time=720", "--job-name=lmad-serve-big"} <= set(argv)
-    assert not any(a.startswith(("--partition", "--account")) for a in argv)   # the user's (SBATCH_* env)
+    assert not any(a.startswith(("--partition", "--account")) for a in argv)   # none given: sbatch's own
+    placed = serve.sbatch_argv({"name": "big"}, {"gpu": 1, "slurm_partition": "gpu", "slurm_account": "lab"}, "x",
+                               Path("/l"))
+    assert {"--partition=gpu", "--account=lab"} <= set(placed)
+
+
+def test_a_served_client_job_hands_its_profile_placement_to_the_server():
+    """The profile's partition and account reach the server's job through the client job's
+    resources (never its params); the model's own resources win."""
+    from lmad.smk import served_placement
+
+    spec = {"name": "m", "serve": True, "server_resources": {"gpu": 1}}
+    got = served_placement({"model": spec, "n": 3}, {"slurm_partition": "gpu", "slurm_account": "lab", "mem_mb": 9})
+    assert got == {"model": {**spec, "server_resources": {"gpu": 1, "slurm_partition": "gpu", "slurm_account": "lab"}}}
+    own = {**spec, "server_resources": {"gpu": 1, "slurm_partition": "big"}}
+    assert served_placement({"model": own}, {"slurm_partition": "gpu"})["model"]["server_resources"]["slurm_partition"] == "big"
+    assert served_placement({"model": {"name": "m", "serve": False}}, {"slurm_partition": "gpu"}) == {}
 
 
 def test_one_server_per_model_reused_replaced_and_stopped(fake_vllm_env):
@@ -128,7 +144,7 @@ def test_served_run_starts_one_server_for_backbone_and_judge(workdir, monkeypatc
     assert starts(log) == 1 and len(requests) > 10
     assert not list((workdir / ".lmad" / "serve").glob("*.json"))      # stopped by the end handler
     manifest = json.loads((workdir / "results" / "manifest.json").read_text())
-    assert manifest["models"]["smol"]["backend"] == "vllm"
+    assert manifest["models"]["smol"]["backend"] == "vllm" and manifest["engine_starts"] == {"smol": 1}
     assert (workdir / "results" / "smol" / "analysis" / "table.md").stat().st_size > 0
 
     # every call cached: the forced rerun talks to no server and starts none

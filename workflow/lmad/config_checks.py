@@ -34,6 +34,17 @@ def check_method_names(config: dict) -> None:
             raise ValueError(f"config methods: {e}") from None
 
 
+def serve_by_default(config: dict) -> None:
+    """A vLLM model without a ``serve`` setting is served: one engine per model per run, shared
+    by every stage job (lmad.serve), instead of one engine load per job. The exception is a
+    backbone whose next-token log-probabilities the layer-D probe reads, which only the
+    embedded engine exposes. Set in place, so every rule and the manifest see the same entry."""
+    probed = set(config["backbones"]) if (config.get("disagreement") or {}).get("probe") else set()
+    for name, spec in config["models"].items():
+        if spec.get("backend") == "vllm" and "serve" not in spec:
+            spec["serve"] = name not in probed
+
+
 def check_config(config: dict, allow_test_double: bool) -> None:
     # The deterministic test double exists for the test suite; a user config cannot use it.
     if not allow_test_double:

@@ -259,6 +259,15 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("step", _str), ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str),
         ("parse_error", _str), *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent", "step"]),
+    # ---- opinion questions (lmad.stages.opinion): no gold, so no accuracy ----
+    # one method's answers on one opinion dataset vs every surveyed country's answers: source agents (its
+    # final round's agents / samples) | prediction; similarity = mean 1 − Jensen–Shannon distance (base 2)
+    # over every (valid question, country) pair; best / worst: by each country's mean over its questions
+    "opinion": (pl.Schema([
+        ("backbone", _str), ("dataset", _str), ("method", _str), ("source", _str), ("n", _int), ("n_valid", _int),
+        ("n_countries", _int), ("similarity", _f64), ("best_country", _str), ("best_similarity", _f64),
+        ("worst_country", _str), ("worst_similarity", _f64),
+    ]), ["backbone", "dataset", "method"]),
 }
 
 

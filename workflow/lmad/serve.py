@@ -207,9 +207,14 @@ def _tail(path: Path, chars: int = 3000) -> str:
 # ---- the client side -----------------------------------------------------------------
 
 def sbatch_argv(spec: dict[str, Any], sizing: dict[str, Any], command: str, log_file: Path) -> list[str]:
-    """The server's own SLURM job: GPUs, memory and time as the model's stage jobs would ask.
-    Partition and account come from the user's environment (SBATCH_PARTITION, SBATCH_ACCOUNT)."""
+    """The server's own SLURM job: GPUs, memory and time as the model's offline stage jobs would
+    ask; partition and account from models.<name>.resources, else the profile's default-resources
+    (lmad.smk.served_placement), else sbatch's own defaults (SBATCH_* variables, the cluster's)."""
     argv = ["sbatch", "--parsable", f"--job-name=lmad-serve-{spec['name']}", f"--output={log_file}"]
+    if sizing.get("slurm_partition"):
+        argv.append(f"--partition={sizing['slurm_partition']}")
+    if sizing.get("slurm_account"):
+        argv.append(f"--account={sizing['slurm_account']}")
     gpus = int(sizing.get("gpu", 0) or 0)
     if gpus:
         argv.append(f"--gpus={gpus}")
@@ -222,8 +227,13 @@ def sbatch_argv(spec: dict[str, Any], sizing: dict[str, Any], command: str, log_
     return [*argv, "--wrap", command]
 
 
+# Set by the Snakefile when the run submits jobs to SLURM: a client job on the submit host
+# (served models' stage jobs are local rules there) then starts its server through sbatch too.
+ON_SLURM_ENV = "LMAD_SERVE_ON_SLURM"
+
+
 def _start(spec: dict[str, Any], record_path: Path, log_file: Path, sizing: dict[str, Any]) -> dict:
-    in_slurm = bool(os.environ.get("SLURM_JOB_ID"))
+    in_slurm = bool(os.environ.get("SLURM_JOB_ID")) or os.environ.get(ON_SLURM_ENV) == "1"
     spec = {**spec, "_local": not in_slurm}
     spec_file, address_file = _files(record_path)
     _write_json(spec_file, spec)

@@ -112,6 +112,20 @@ def stage_function(stage: str | Callable[..., None]) -> Callable[..., None]:
     return getattr(importlib.import_module(module), name)
 
 
+def served_placement(params: dict, resources: dict) -> dict:
+    """The model-spec params of a served model, with the job's own partition and account (the
+    profile's default-resources) filled into its server's sizing where the model sets none.
+    Resources, not params: a scheduler setting must not make a finished job look outdated."""
+    from lmad.job_resources import SERVER_PLACEMENT
+
+    out = {}
+    for key, value in params.items():
+        if isinstance(value, dict) and value.get("serve") and isinstance(value.get("server_resources"), dict):
+            placement = {k: resources[k] for k in SERVER_PLACEMENT if resources.get(k)}
+            out[key] = {**value, "server_resources": placement | value["server_resources"]}
+    return out
+
+
 def run_rule(smk, stage: str | Callable[..., None]) -> None:
     """Run a rule's stage function with its named inputs, outputs and params. ``stage`` is
     ``"module:function"`` in the rules' scripts, so that a job the warm worker takes
@@ -124,6 +138,7 @@ def run_rule(smk, stage: str | Callable[..., None]) -> None:
     prompts = [v for k, v in inputs.items() if k.startswith("prompt") and isinstance(v, str)]
     kwargs = {**inputs, **outputs, **params,
               "provenance": provenance(smk.rule, dict(smk.wildcards.items()), params, prompts)}
+    kwargs.update(served_placement(params, dict(smk.resources.items())))
     job = Job(smk.rule, smk.log[0] if smk.log else None, stage, kwargs)
     status = None
     if isinstance(stage, str):

@@ -34,6 +34,7 @@ from ..smk import stats_path
 
 log = logging.getLogger(__name__)
 
+_SERVER_START = re.compile(r"started a server for (\S+) \(")
 _STATS = re.compile(r"model_loaded=(True|False)")
 
 
@@ -89,9 +90,13 @@ def _read_stats(path: Path) -> dict | None:
 
 
 def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[str, int]]:
-    """Per model: stage logs with a cache-stats line, and how many of them loaded it."""
+    """Per model: stage logs with a cache-stats line, how many of them loaded it, and how many
+    started its server (a served model: ``server_starts``, lmad.serve's log line)."""
     counts: dict[str, dict[str, int]] = {}
     for path in logs:
+        for name in _SERVER_START.findall(path.read_text(errors="replace")):
+            entry = counts.setdefault(name, {"stage_logs": 0, "loads": 0})
+            entry["server_starts"] = entry.get("server_starts", 0) + 1
         top = path.relative_to(logs_dir).parts[0]
         model = judge if path.name == "judge.log" or top == "judge_validation" else top
         stats = _read_stats(stats_path(path))
@@ -116,8 +121,11 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
     counts = count_loads(logs, logs_root, judge)
     models = {}
     for name in dict.fromkeys([*backbones, judge]):
-        entry = counts.get(name, {"stage_logs": 0, "loads": 0})
-        models[name] = {"backend": config["models"][name]["backend"], **entry}
+        entry = {"stage_logs": 0, "loads": 0, **counts.get(name, {})}
+        served = bool(config["models"][name].get("serve"))
+        # a served model's stage jobs "load" an HTTP client; its engines are the servers started
+        models[name] = {"backend": config["models"][name]["backend"], **entry,
+                        "engine_starts": entry.get("server_starts", 0) if served else entry["loads"]}
     try:
         import snakemake
 
@@ -133,6 +141,8 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
         "seeds": config.get("seeds"),
         "judge": judge,
         "model_loads": {name: m["loads"] for name, m in models.items()},
+        # engines started per model: its servers (served) or its stage jobs' loads (offline)
+        "engine_starts": {name: m["engine_starts"] for name, m in models.items()},
         "models": models,
         "stage_logs_read": len(logs),
         "tables": sorted(tables),

@@ -1,0 +1,118 @@
+"""Each paper's own setting (config/{truemad,wdh,opinion,du-et-al}.yaml, docs/paper-configs.md) is a
+stand-alone config: `snakemake --dry-run --configfile config/<name>.yaml` plans it, and the plan
+has the paper's datasets, methods, rounds, agents and (TrueMAD) one set of jobs per seed."""
+from collections import Counter, defaultdict
+from functools import cache
+
+import pytest
+import yaml
+
+from conftest import REPO
+from lmad import layout
+from lmad.data import ANSWER_TYPE, dataset_type
+from lmad.protocols.debate import setting_of
+from test_profiles import planned_jobs
+
+CONFIGS = ("truemad", "wdh", "opinion", "du-et-al")
+
+
+@cache
+def plan(name: str) -> tuple[dict, list]:
+    """(config, planned jobs) of one paper config, planned once per session; --forceall plans every
+    job whatever results/ holds."""
+    config = yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text())
+    return config, planned_jobs("--forceall", "--configfile", f"config/{name}.yaml")
+
+
+def rules_of(jobs) -> Counter:
+    return Counter(rule for rule, _, _ in jobs)
+
+
+def wildcard(jobs, rule: str, key: str) -> set[str]:
+    return {w[key] for r, w, _ in jobs if r == rule}
+
+
+def rounds_per_method(jobs) -> dict[str, set[int]]:
+    out = defaultdict(set)
+    for rule, w, _ in jobs:
+        if rule == "debate_round":
+            out[w["debate_method"]].add(int(w["debate_round"]))
+    return dict(out)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_paper_config_plans_stand_alone(name):
+    config, jobs = plan(name)
+    assert set(wildcard(jobs, "prepare_data", "dataset")) == set(config["datasets"])
+    # the backbone's runs (one per replicate seed where the config lists seeds) judge every dataset
+    assert {layout.model_of(b) for b in wildcard(jobs, "judge", "backbone")} == set(config["backbones"])
+    # every dataset comes from its usual Hugging Face copy (downloaded by the run)
+    assert all(spec["source"] == "hf" and spec["hf_id"] for spec in config["datasets"].values())
+    opinion = any(ANSWER_TYPE[dataset_type(d, s)] == "opinion" for d, s in config["datasets"].items())
+    assert ("opinion_table" in rules_of(jobs)) == opinion
+
+
+def test_truemad():
+    config, jobs = plan("truemad")
+    types = Counter(dataset_type(d, s) for d, s in config["datasets"].items())
+    assert types == {"aime": 4, "gpqa-diamond": 1, "truthfulqa": 1}
+    n = Counter()
+    for d, s in config["datasets"].items():
+        n[dataset_type(d, s)] += s["n"]
+    assert n == {"aime": 90, "gpqa-diamond": 198, "truthfulqa": 200}   # §A.1
+    assert config["datasets"]["truthfulqa"]["hf_config"] == "multiple_choice" and config["seed"] == 0
+    methods = {"mad", "promptmad", "dmad-manners", "truemad", "truedmad", "computemad", "selfadvicemad"}
+    assert set(config["methods"]) == methods
+    # 4 agents and five response rounds (rounds 0..4) for every method; DMAD's four manners
+    assert rounds_per_method(jobs) == {m: set(range(5)) for m in methods}
+    for m in methods:
+        setting = setting_of(m, config)
+        assert len(setting.temperatures) == 4 and setting.rounds == 4
+    assert setting_of("truedmad", config).manners == ("io", "cot", "stepback", "selfrefine")
+    assert all(config["models"][b]["backend"] == "vllm" for b in config["backbones"])
+    assert {"paper_dynamics", "process_table"} <= set(rules_of(jobs))
+    # three replicates of each backbone, each planning the same round jobs
+    runs = wildcard(jobs, "debate_round", "backbone")
+    assert {(layout.model_of(r), layout.replicate_of(r)) for r in runs} == {
+        (b, s) for b in config["backbones"] for s in (0, 1, 2)}
+    per_run = Counter(w["backbone"] for r, w, _ in jobs if r == "debate_round")
+    assert set(per_run.values()) == {len(methods) * 5}
+
+
+def test_when_debate_helps():
+    config, jobs = plan("wdh")
+    types = {dataset_type(d, s) for d, s in config["datasets"].items()}
+    assert types == {"amc12", "math500", "gpqa-diamond", "mmlu-redux", "olympiadbench"}
+    assert config["datasets"]["gpqa"]["hf_config"] == "gpqa_main"
+    debating = {"mad", "mad+ac-greedy", "mad+sc-greedy", "mad+top-k"}
+    assert rounds_per_method(jobs) == {m: set(range(6)) for m in debating}
+    assert wildcard(jobs, "predict", "method") == {"sc"} and len(config["agents"]["temperatures"]) == 20  # vote20
+    assert len(setting_of("mad", config).temperatures) == 4 and config["societies"]["k"] == 4
+    assert {"finalizers", "paper_readout", "paper_headroom_lift", "society_pool", "society_select",
+            "paper_societies", "paper_headroom", "paper_dynamics"} <= set(rules_of(jobs))
+    assert config["finalizers"]["names"] == ["vote", "vote_judge", "lvd"]
+
+
+def test_layered_disagreement():
+    config, jobs = plan("opinion")
+    assert {dataset_type(d, s) for d, s in config["datasets"].items()} == {"globalopinionqa", "gpqa-diamond"}
+    assert config["datasets"]["globalopinionqa"]["n"] == 50
+    # the three tones, three members, three debate rounds (rounds 0..3); sc: no debate
+    assert rounds_per_method(jobs) == {m: set(range(4)) for m in ("mad", "mad@friendly", "mad@hostile")}
+    assert wildcard(jobs, "predict", "method") == {"sc"}
+    assert len(setting_of("mad@hostile", config).temperatures) == 3
+    assert {"pushback_validation", "pushback", "probe", "probe_table", "disagreement_table", "jury",
+            "jury_table", "opinion_table"} <= set(rules_of(jobs))
+    assert rules_of(jobs)["jury"] == len(config["backbones"]) * len(config["jury"]["judges"])
+    # the judges come from families no backbone is of
+    assert not {config["judge"]["model"], *config["jury"]["judges"]} & set(config["backbones"])
+
+
+def test_du_et_al():
+    config, jobs = plan("du-et-al")
+    assert {d: s["n"] for d, s in config["datasets"].items()} == {"gsm8k": 100, "mmlu": 100}
+    # 3 agents, 2 rounds: the initial answers (round 0, the shared proposals) and one revision
+    assert rounds_per_method(jobs) == {"mad": {0, 1}}
+    setting = setting_of("mad", config)
+    assert len(setting.temperatures) == 3 and setting.shares_proposals
+    assert wildcard(jobs, "predict", "method") == {"cot", "sc"}
