@@ -212,6 +212,8 @@ rule paper_dynamics:
     params:
         code=code_hash(
             "lmad.stages.paper.dynamics_table",
+            "lmad.stages.paper.agent_vote_markdown",
+            "lmad.stages.paper._final_round",
             "lmad.paper.dynamics.dynamics",
             "lmad.paper.dynamics.correctness_by_round",
             "lmad.paper.dynamics.answers_by_qid",

@@ -37,6 +37,7 @@ OWN_FIELDS = {"extractor": {"question", "rationale"},              # protocols/l
               "process_rubric": {"question", "parent", "own", "reply"},  # process.py
               "pushback_judge": {"parent", "reply"},               # disagreement/pushback.py
               "self_report": set()}                                # disagreement/labels.py
+# tone instructions: not rendered as templates, appended to a turn's system message (lmad.tones)
 UNRENDERED = {"tone_friendly", "tone_hostile"}
 
 DEMO = REPO / "data" / "demo"
@@ -68,8 +69,10 @@ def fields_of(name: str, question: dict) -> dict[str, str]:
 
 
 def rendered(name: str, question: dict) -> str:
-    if name in UNRENDERED:
-        return PROMPTS[name].user
+    if name in UNRENDERED:  # appended to a turn's system message by lmad.tones.with_tone
+        from lmad.tones import with_tone
+
+        return with_tone((), PROMPTS[name].user, question_fields(question))[0][1]
     return "\n".join(text for _, text in PROMPTS[name].render(**fields_of(name, question)))
 
 
@@ -104,16 +107,21 @@ def test_every_template_renders_for_every_family(name, family, demo):
         assert f'"answer": "{f["answer_form"]}"' in text
 
 
-@pytest.mark.xfail(strict=True, reason="a tone instruction is appended as written (lmad.tones.with_tone), "
-                                       "never rendered with question_fields, so it cannot name the evidence")
+@pytest.mark.parametrize("family", list(FAMILIES))
 @pytest.mark.parametrize("name", sorted(UNRENDERED))
-def test_tone_instructions_are_task_neutral(name):
-    assert not mentions_passages(PROMPTS[name].user)
+def test_a_tone_instruction_names_the_question_s_own_evidence(name, family, demo):
+    """Appended as written, then filled with the turn's question fields (lmad.tones.with_tone):
+    a multi-hop question reads "the passages" as it always did, a math one the problem."""
+    from lmad.tones import with_tone
 
-
-def test_a_tone_instruction_has_no_field():
-    for name in UNRENDERED:
-        assert not placeholders(PROMPTS[name].user), f"{name} is never rendered"
+    q = demo[family]
+    (_, system), = with_tone((("system", "S"),), PROMPTS[name].user, question_fields(q))
+    assert system.startswith("S\n\n") and "$" not in system
+    if family in NO_PASSAGES:
+        assert not mentions_passages(system), system
+    else:
+        assert "the passages" in system and system == "S\n\n" + PROMPTS[name].user.replace("$evidence", "passages")
+    assert placeholders(PROMPTS[name].user) == {"evidence"}
 
 
 def test_question_fields_reach_every_template_that_names_them():

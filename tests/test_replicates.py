@@ -94,6 +94,10 @@ def test_replicates_have_their_own_results_and_a_mean_sd_table(replicated):
     assert t1["backbone"].unique().to_list() == ["scripted"]             # one row block, not one per replicate
     assert "cot_sd" in t1.columns
     assert "mean ± sample SD over the 2 seeded replicates" in (workdir / "results" / "paper" / "table1.md").read_text()
+    dynamics = (workdir / "results" / "paper" / "dynamics.md").read_text()
+    vote = dynamics.split("## Agent ACC / Vote ACC")[1]
+    assert "mean ± sample SD over 2 seeded replicates" in vote
+    assert vote.count("| scripted | MAD |") == 1 and " ± " in vote.split("| scripted | MAD |")[1].splitlines()[0]
     manifest = json.loads((workdir / "results" / "manifest.json").read_text())
     assert manifest["seeds"] == [0, 1] and manifest["model_loads"]["scripted"] >= 1
     assert yaml.safe_load((workdir / "config.yaml").read_text())["seeds"] == [0, 1]

@@ -4,6 +4,7 @@ persona and prompt variant, on the backend of its member's weights, one batch pe
 its config errors, and (workflow) the society file as an input of every round."""
 import hashlib
 import re
+from string import Template
 
 import polars as pl
 import pytest
@@ -27,6 +28,12 @@ CONTEXT = [{"title": "Alpha", "sentences": ["Alpha is a city."]}, {"title": "Bet
 QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa",
               "question": f"Which place is meant in question {i}?", "context": CONTEXT} for i in range(3)]
 SEED = 7
+
+
+def read(text: str) -> str:
+    """A persona or variant as a multi-hop question reads it (the render fills its fields)."""
+    return Template(text).safe_substitute(evidence="passages", quote_source="passage")
+
 
 
 class Recorder(ScriptedBackend):
@@ -89,7 +96,7 @@ def test_each_agent_speaks_with_its_members_temperature_persona_variant_and_weig
             want = solver_request(so.agent_prompt(solver, m.agent), q, m.agent.temperature, seed, 64)
             got = by_key[(seed, m.agent.temperature)]
             assert got.messages == want.messages
-    assert {system(c) for c in base.calls[:6] if c.temperature == 0.9} == {so.PERSONAS["skeptic"]}
+    assert {system(c) for c in base.calls[:6] if c.temperature == 0.9} == {read(so.PERSONAS["skeptic"])}
     # one batch per set of weights per step: round 0 and the revision round each 6 base + 3 perturbed calls
     assert base.batches == [6, 6] and bent.batches == [3, 3]
     assert {c.temperature for c in bent.calls} == {0.5} and {c.temperature for c in base.calls} == {0.1, 0.9}
@@ -100,10 +107,10 @@ def test_each_agent_speaks_with_its_members_temperature_persona_variant_and_weig
     # the revision: the persona before the turn's instructions, the variant after the answer line
     revise = [c for c in base.calls if "debate between agents" in system(c)]
     skeptic = [c for c in revise if c.temperature == 0.9]
-    assert len(skeptic) == 3 and all(system(c).startswith(so.PERSONAS["skeptic"]) and "You are Agent 2" in system(c)
-                                     and user(c).endswith(so.VARIANTS["verify"]) for c in skeptic)
+    assert len(skeptic) == 3 and all(system(c).startswith(read(so.PERSONAS["skeptic"])) and "You are Agent 2" in system(c)
+                                     and user(c).endswith(read(so.VARIANTS["verify"])) for c in skeptic)
     plain = [c for c in revise if c.temperature == 0.1]
-    assert all(system(c).startswith("You are Agent 1") and so.VARIANTS["verify"] not in user(c) for c in plain)
+    assert all(system(c).startswith("You are Agent 1") and read(so.VARIANTS["verify"]) not in user(c) for c in plain)
     assert r1.state and all(not s["active"] for s in r1.state)
 
 

@@ -6,6 +6,7 @@ the LMAD stages only when such a method is configured; its config errors."""
 import pathlib
 import re
 from collections import defaultdict
+from string import Template
 
 import pytest
 
@@ -26,6 +27,11 @@ TEMPERATURES = [0.1, 0.5, 0.9]
 PERTURB = {"seed": 1, "scale": 0.001}
 POOL = {"temperatures": [0.1, 0.9], "personas": ["plain", "skeptic"], "variants": ["standard", "verify"],
         "perturbations": [PERTURB]}
+
+
+def read(text: str) -> str:
+    """A persona or variant as a multi-hop question reads it (the render fills its fields)."""
+    return Template(text).safe_substitute(evidence="passages", quote_source="passage")
 
 
 def question(i):
@@ -148,7 +154,7 @@ def test_society_lmad_agents_are_the_members_and_iteration0_is_their_pool_calls(
     for r in debated:
         assert r["temperature"] == job.picked[r["agent"]].temperature
     debater = [q for b in job.sent[base] + job.sent[bent] for q in b if "in a short, focused debate" in system(q)]
-    society_turns = [q for q in debater if system(q).startswith(so.PERSONAS["skeptic"])]
+    society_turns = [q for q in debater if system(q).startswith(read(so.PERSONAS["skeptic"]))]
     assert society_turns and all(q.temperature == 0.9 and "You are agent 1 " in system(q) for q in society_turns)
     bent_turns = [q for b in job.sent[bent] for q in b]
     assert all("in a short, focused debate" in system(q) or "answers multi-hop" in system(q) for q in bent_turns)
@@ -168,8 +174,8 @@ def test_society_lmad_agents_are_the_members_and_iteration0_is_their_pool_calls(
     for r in regen:
         assert r["temperature"] == job.picked[r["agent"]].temperature
         assert r["seed"] == derive_seed(0, r["qid"], r["agent"], "lmad-iter1")
-    solver = [q for b in job.sent[base] for q in b if q.temperature == 0.9 and system(q) == so.PERSONAS["skeptic"]]
-    assert len(solver) == len(active) and all(so.VARIANTS["verify"] in user(q) for q in solver)
+    solver = [q for b in job.sent[base] for q in b if q.temperature == 0.9 and system(q) == read(so.PERSONAS["skeptic"])]
+    assert len(solver) == len(active) and all(read(so.VARIANTS["verify"]) in user(q) for q in solver)
     if active:
         assert {q.temperature for b in job.sent[bent] for q in b} == {0.9}
 
@@ -195,7 +201,7 @@ def test_layer_a_asks_a_society_members_turn_in_its_own_conversation_on_its_weig
         # the turn's own request (its persona, its seed among the local debate's) and the weights it ran on
         assert any(messages == turn and debater_model == model_id
                    for (_, messages), debater_model in debater.items()), system(q)[:80]
-    assert any(system(q).startswith(so.PERSONAS["skeptic"]) for _, q in asked)
+    assert any(system(q).startswith(read(so.PERSONAS["skeptic"])) for _, q in asked)
     assert {m for m, _ in asked} == {"scripted@test-double|scripted", "scripted@test-double+perturb=seed1:scale0.001|scripted"}
 
 

@@ -15,7 +15,8 @@ interaction gained from what the readout gained (round-level controls):
 ``lvd``         verification-aware readout (Latent Verification Debate): each distinct
                 candidate gets ONE verifier call (temperature 0, JSON ``{"supported": bool,
                 "quote": str}``); its evidence e_c = 1 when the verifier says supported AND the
-                quotation is verbatim in one passage of the context (the LMAD commit guard's
+                quotation is verbatim in one passage of the context, or in the problem and its
+                options for a task without passages (the LMAD commit guard's ``evidence_of`` and
                 ``find_quote``, ≥ ``min_quote_words`` words), else 0. The readout scores
                 s_c = n_c + λ·e_c (n_c: proposal count; λ: ``lvd_weight``) — the ranking of the
                 LVD posterior mean (α + n_c + λ·e_c) / Σ under a symmetric Dirichlet prior — and
@@ -34,7 +35,7 @@ from .answer_types import canonical, group_keys, key_of, majority_vote, type_of
 from .backends import ChatRequest
 from .model_json import load_model_json
 from .prompts import Prompt, question_fields
-from .protocols.lmad.commit_guard import find_quote
+from .protocols.lmad.commit_guard import evidence_of, find_quote
 
 FINALIZERS = ("vote", "vote_judge", "lvd")
 #: how a finalized answer was reached (``finalized.source``)
@@ -205,7 +206,7 @@ def finalize_row(b: Ballot, finalizer: str, replies: dict, weight: float, min_qu
         for i, _ in enumerate(b.cands):
             reply = replies[("verify", i)]
             used.append(reply)
-            checks.append(parse_verification(reply.text, b.question["context"], min_quote_words))
+            checks.append(parse_verification(reply.text, evidence_of(b.question), min_quote_words))
         evidence = [v.evidence for v in checks]
         pick = lvd_pick(b.cands, evidence, weight)
         prediction = b.cands[pick].answer

@@ -40,8 +40,10 @@ from .prompts import Prompt
 #: persona name -> system message (None: the solver prompt's own)
 PERSONAS: dict[str, str | None] = {
     "plain": None,
-    "skeptic": "You are a skeptical fact-checker. You accept only what a passage states outright and you check "
-               "every hop of the reasoning against the passages before you answer.",
+    # $quote_source / $evidence: the question's own (lmad.prompts.question_fields), "passage(s)" for multi-hop
+    "skeptic": "You are a skeptical fact-checker. You accept only what a $quote_source states outright and you "
+               "check every hop of the reasoning against the $evidence before you answer.",
+    # the two below are multi-hop reading strategies: on other task families they are off topic
     "bridge": "You answer multi-hop questions by first naming the bridge entity that connects the passages, "
               "then following it to the answer.",
     "concise": "You answer multi-hop questions with the shortest span the passages support, copying names "
@@ -50,7 +52,7 @@ PERSONAS: dict[str, str | None] = {
 #: prompt variant name -> instruction inserted before the answer line ("" = the solver prompt as is)
 VARIANTS: dict[str, str] = {
     "standard": "",
-    "verify": "Before the last line, check that every fact you used is stated in one of the passages.",
+    "verify": "Before the last line, check that every fact you used is stated in one of the $evidence.",
 }
 SELECTORS = ("ac_greedy", "sc_greedy", "top_k", "default")
 LABELS = {"ac_greedy": "AC-Greedy", "sc_greedy": "SC-Greedy", "top_k": "Top-K (accuracy)", "default": "Default personas"}

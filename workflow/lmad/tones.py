@@ -14,6 +14,9 @@ text of each tone is its own prompt file (config ``prompts: tone_<tone>``).
 """
 from __future__ import annotations
 
+from string import Template
+from typing import Mapping
+
 TONES = ("neutral", "friendly", "hostile")
 SEPARATOR = "@"
 
@@ -39,11 +42,16 @@ def tone_role(tone: str) -> str | None:
     return None if tone == "neutral" else f"tone_{tone}"
 
 
-def with_tone(messages: tuple[tuple[str, str], ...], instruction: str) -> tuple[tuple[str, str], ...]:
+def with_tone(messages: tuple[tuple[str, str], ...], instruction: str,
+              fields: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
     """``messages`` with the tone ``instruction`` appended to the system message (one is
-    added when the template has none); an empty instruction leaves them unchanged."""
+    added when the template has none); an empty instruction leaves them unchanged.
+    ``fields``: the turn's template fields (lmad.prompts.question_fields), which fill the
+    instruction's own ``$evidence`` and the like (a field it lacks is left as written)."""
     if not instruction:
         return messages
+    if fields:
+        instruction = Template(instruction).safe_substitute(fields)
     if messages and messages[0][0] == "system":
         return ((("system", f"{messages[0][1]}\n\n{instruction}"),) + tuple(messages[1:]))
     return (("system", instruction),) + tuple(messages)

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
-from ..prompts import Prompt
+from ..prompts import Prompt, question_fields
 from ..protocols.lmad.local_debate import debate_request
 from ..tones import with_tone
 from .pushback import parent_text
@@ -47,7 +47,7 @@ def local_turns(prompt: Prompt | None, tone: str, questions: Mapping[str, dict],
                 prev[a], others, a, row["temperature"], row["seed"], max_tokens)
             untoned = req
             if tone and req is not None:
-                req = replace(req, messages=with_tone(req.messages, tone))
+                req = replace(req, messages=with_tone(req.messages, tone, question_fields(questions[qid])))
             out.append({"qid": qid, "iteration": row["iteration"], "round": rnd, "agent": a,
                         "temperature": float(row["temperature"]), "seed": row["seed"], "request": req,
                         "untoned": untoned,

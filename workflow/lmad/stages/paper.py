@@ -434,7 +434,39 @@ def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, b
            "accuracies on them are in the CSV. CPL = P(wrong→right) / P(right→wrong) over agent transitions "
            "between rounds; AME = P(final majority right | initial wrong majority) − P(final majority wrong | "
            "initial correct majority); CMP1vK = P(final majority right | exactly one agent right at round 0) — "
-           "formulas in lmad/paper/dynamics.py.\n")
+           "formulas in lmad/paper/dynamics.py.\n" + agent_vote_markdown(frame, backbones))
+
+
+def _final_round(row: dict, kind: str) -> float | None:
+    """``{kind}_acc_r{t}`` of a dynamics row at its last round with a value."""
+    ts = sorted((int(k.rsplit("_r", 1)[1]), v) for k, v in row.items()
+                if k.startswith(f"{kind}_acc_r") and v is not None and np.isfinite(v))
+    return ts[-1][1] if ts else None
+
+
+def agent_vote_markdown(frame: pl.DataFrame, runs: list[str]) -> str:
+    """TrueMAD's headline pair per backbone × method × dataset: Agent ACC (mean accuracy of the agents'
+    final answers) and Vote ACC (strict-majority accuracy, a tie counting wrong), at the last round,
+    as mean ± sample SD over the backbone's seeded replicates."""
+    groups = _replicate_groups(runs)
+    datasets = frame["dataset"].unique(maintain_order=True).to_list()
+    out = []
+    for b, reps in groups.items():
+        sub = frame.filter(pl.col("backbone").is_in(reps))
+        for m in sub["method"].unique(maintain_order=True).to_list():
+            cells = []
+            for d in datasets:
+                rows = sub.filter((pl.col("method") == m) & (pl.col("dataset") == d)).to_dicts()
+                pair = [mean_sd([v for r in rows if (v := _final_round(r, kind)) is not None]) for kind in ("agent", "majority")]
+                cells.append(" / ".join("–" if mean is None else fmt(mean) + (f" ± {fmt(sd)}" if sd is not None else "")
+                                        for mean, sd in pair))
+            out.append([b, label(m), *cells])
+    n = max(len(r) for r in groups.values())
+    spread = f"mean ± sample SD over {n} seeded replicates" if n > 1 else "one run (no replicates: no SD)"
+    return ("\n## Agent ACC / Vote ACC at the last round (TrueMAD)\n\n"
+            + markdown(["Backbone", "Method", *[label(d) for d in datasets]], out)
+            + f"\nAgent ACC = mean accuracy of the agents' final answers; Vote ACC = strict-majority accuracy (more "
+              f"than half of the agents agree and are right; a tie is wrong), as the TrueMAD paper counts it; {spread}.\n")
 
 
 # ---- figures / viewer: lmad.paper.figures, lmad.paper.viewer ----

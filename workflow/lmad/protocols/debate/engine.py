@@ -71,7 +71,7 @@ class CallSequence:
 
     def request(self, k: int, prompts: dict[str, Prompt]) -> ChatRequest:
         done = {s.name: c.text for s, c in zip(self.steps, self.completions)}
-        messages = with_tone(prompts[self.steps[k].role].render(**{**self.fields, **done}), self.tone)
+        messages = with_tone(prompts[self.steps[k].role].render(**{**self.fields, **done}), self.tone, self.fields)
         return ChatRequest(messages=messages, temperature=float(self.temperature), max_tokens=self.max_tokens,
                            seed=self.seeds[k], constraint=self.constraint)
 

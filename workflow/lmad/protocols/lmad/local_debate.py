@@ -89,7 +89,7 @@ def run_debate(backend: Backend, prompt: Prompt, items: list[dict], iteration: i
                 req = debate_request(ask, it["question"], it["committed"], it["segments"][agent],
                                      it["conflict"], prev[agent], others, agent, temperature, s, max_tokens)
                 if it.get("tone"):
-                    req = replace(req, messages=with_tone(req.messages, it["tone"]))
+                    req = replace(req, messages=with_tone(req.messages, it["tone"], question_fields(it["question"])))
                 jobs.append((n, {"qid": it["qid"], "iteration": iteration, "round": rnd, "agent": agent,
                                  "temperature": float(temperature), "seed": s}, req, weights))
         # without a society: one batch on ``backend``, exactly as before
