@@ -289,10 +289,14 @@ def ensure_server(spec: dict[str, Any], sizing: dict[str, Any] | None = None, se
         else:
             record = _start(spec, record_path, Path("logs") / "serve" / f"{name}.log", sizing or {})
         deadline = time.time() + timeout_s
+        said = time.time()
         while True:
             url = _url(record_path)
             if serves(url, name):
                 return url
+            if time.time() - said >= WAIT_LOG_S:
+                said = time.time()
+                log.info("waiting for the %s server: %s", name, _waiting_for(record, url))
             if not _alive(record):
                 raise ServeError(f"the server for {name} exited before it was ready; its log "
                                  f"({record.get('log')}) ends:\n{_tail(Path(record.get('log', '')))}")
@@ -304,6 +308,19 @@ def ensure_server(spec: dict[str, Any], sizing: dict[str, Any] | None = None, se
                 raise ServeError(f"the server for {name} was not ready after {timeout_s:.0f} s "
                                  f"(models.{name}.serve_timeout_s){where}; log: {record.get('log')}")
             time.sleep(POLL_S)
+
+
+WAIT_LOG_S = 30.0
+
+
+def _waiting_for(record: dict, url: str | None) -> str:
+    """What a client waits for, in words: the server's SLURM job state, or its loading process."""
+    if record.get("slurm_job"):
+        return (f"SLURM job {record['slurm_job']} is {_slurm_state(str(record['slurm_job']), '%T (%r)')}"
+                + (f", published {url}, not answering yet" if url else ""))
+    last = _tail(Path(record.get("log", "")), 300).strip().splitlines()
+    return (f"pid {record.get('pid')} is loading the model" + (f" at {url}" if url else "")
+            + (f"; its log says: {last[-1][:200]}" if last else ""))
 
 
 def stop_server(record: dict, grace_s: float = 30.0) -> None:

@@ -138,7 +138,7 @@ def run_rule(smk, stage: str | Callable[..., None]) -> None:
     prompts = [v for k, v in inputs.items() if k.startswith("prompt") and isinstance(v, str)]
     kwargs = {**inputs, **outputs, **params,
               "provenance": provenance(smk.rule, dict(smk.wildcards.items()), params, prompts)}
-    kwargs.update(served_placement(params, dict(smk.resources.items())))
+    kwargs.update(served_placement(params, dict(getattr(smk, "resources", {}).items())))
     job = Job(smk.rule, smk.log[0] if smk.log else None, stage, kwargs)
     status = None
     if isinstance(stage, str):

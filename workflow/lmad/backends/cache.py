@@ -398,12 +398,20 @@ class Progress:
     def __init__(self, model_id: str, total: int):
         self.model_id, self.total, self.done, self.tokens = model_id, total, 0, 0
         self.every = float(os.environ.get("LMAD_PROGRESS_S", "30"))
-        self.start = self.last = time.monotonic()
+        self.start = self.last = self.drawn = time.monotonic()
+        self.bar = sys.stderr.isatty()   # a job run from a terminal also draws a bar there
 
     def step(self, tokens: int) -> None:
         self.done += 1
         self.tokens += tokens
         now = time.monotonic()
+        if self.bar and (now - self.drawn >= 1 or self.done == self.total):
+            self.drawn = now
+            filled = 30 * self.done // max(self.total, 1)
+            end = "\n" if self.done == self.total else ""
+            sys.stderr.write(f"\r{self.model_id.split('|')[0]} [{'#' * filled}{'.' * (30 - filled)}] "
+                             f"{self.done}/{self.total}{end}")
+            sys.stderr.flush()
         if now - self.last < self.every and self.done < self.total:
             return
         if self.done == self.total and now - self.start < self.every:
