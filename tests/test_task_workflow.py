@@ -7,7 +7,8 @@ import pytest
 
 from conftest import REPO, make_config, scripted_model, snakemake
 
-SETS = {"gsm8k": "gsm8k.jsonl", "math500": "math500.jsonl", "mmlu": "mmlu.jsonl"}
+# a numeric, an expression and a choice set, and a choice set whose options the loader shuffles
+SETS = {"gsm8k": "gsm8k.jsonl", "math500": "math500.jsonl", "mmlu": "mmlu.jsonl", "gpqa-diamond": "gpqa-diamond.csv"}
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def table(workdir, pattern: str) -> pl.DataFrame:
 def test_every_method_reads_every_surface_form_as_one_answer(run):
     preds = table(run, "oracle/*/predictions/*.parquet")
     assert set(preds["method"]) == {"cot", "sc", "mad", "truemad", "lmad"}
-    expected = {"gsm8k": "1/2", "math500": "1/2", "mmlu": "B"}
+    expected = {"gsm8k": "1/2", "math500": "1/2", "mmlu": "B", "gpqa-diamond": "B"}
     for row in preds.to_dicts():   # the canonical answer, whichever agent's form won the vote
         assert row["prediction"] == expected[row["dataset"]], row
     lmad = preds.filter(pl.col("method") == "lmad")
@@ -38,6 +39,9 @@ def test_every_method_reads_every_surface_form_as_one_answer(run):
 def test_rule_scored_types_skip_the_judge_and_fill_correct(run):
     judged = table(run, "oracle/*/judgments.parquet")
     assert set(judged["judge_verdict"]) == {"rule"} and judged["judge_correct"].null_count() == len(judged)
-    mmlu = judged.filter(pl.col("dataset") == "mmlu")
-    assert (mmlu["correct"] == (mmlu["gold"] == "B")).all()
+    for choice in ("mmlu", "gpqa-diamond"):
+        sub = judged.filter(pl.col("dataset") == choice)
+        assert (sub["correct"] == (sub["gold"] == "B")).all()
+    shuffled = pl.read_parquet(run / "results" / "data" / "gpqa-diamond.parquet")
+    assert all(sorted(o) == list(range(len(o))) for o in shuffled["choice_order"])   # the recorded permutation
     assert (judged["em"] == judged["correct"].cast(pl.Float64)).all()
