@@ -38,9 +38,7 @@ workflow.localrules(*served_client_rules())
 
 rule all:
     input:
-        all_outputs(),
-        readout_outputs(),
-        society_outputs(),
+        plan.all_outputs(),
     default_target: True
 
 

@@ -13,7 +13,7 @@ this process's children), CPU per job and CPU per call. With two or more N, the 
 cost per call between consecutive N (constant when the cost is linear in N), the slope
 between the smallest and largest N and the fixed cost per job it implies are printed too.
 ``--judge-edit`` then edits the judge prompt and reruns: jobs and wall of what a
-judge-prompt edit costs (README "Call cache").
+judge-prompt edit costs (docs/backends.md "Call cache").
 
 **Data.** The demo files hold one question per benchmark, and the real samples in
 ``../shared/data/mhqa/`` only 82-150 per benchmark. Each dataset's N questions are

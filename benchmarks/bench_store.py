@@ -1,5 +1,5 @@
 """The call store's cost per call (write, lookup) and file count, against the previous
-one-JSON-file-per-call store, at 200,000 calls (README "Call cache").
+one-JSON-file-per-call store, at 200,000 calls (docs/backends.md "Call cache").
 
     python benchmarks/bench_store.py [--calls 200000] [--dir /tmp/bench-store]
 

@@ -6,7 +6,7 @@
 Each mode runs the README's demo (`snakemake --cores 2`, config/config.yaml) in a fresh
 working directory with an empty call cache, and prints wall time, model loads per model
 (from the manifest), calls, and for served mode the server's last reported prefix-cache
-hit rate. The vLLM modes need an environment where `vllm` imports (README "vLLM on CPU").
+hit rate. The vLLM modes need an environment where `vllm` imports (docs/running.md "vLLM on CPU").
 """
 from __future__ import annotations
 

@@ -766,7 +766,7 @@ def vllm_workflow(run: Run) -> str:
     try:
         rc, out = run.sub(cmd, timeout=max(run.left() - run.args.reserve_s, 60), log=work / "snakemake.out")
     finally:   # a killed run leaves its servers: stop them (they hold GPU memory)
-        stop = subprocess.run([sys.executable, "-m", "lmad.serve", "stop", str(work / ".lmad" / "serve")], cwd=work,
+        stop = subprocess.run([sys.executable, "-m", "lmad.backends.serve", "stop", str(work / ".lmad" / "serve")], cwd=work,
                               env=run.env, capture_output=True, text=True, timeout=90)
         say(f"  servers: {stop.stdout.strip() or stop.stderr.strip()[-200:]}")
     wall = time.monotonic() - t0

@@ -6,9 +6,9 @@ localrules:
 
 rule analyze:
     input:
-        judgments=backbone_judgments,
-        predictions=backbone_predictions,
-        validation=judge_validation_file(),
+        judgments=plan.backbone_judgments,
+        predictions=plan.backbone_predictions,
+        validation=plan.judge_validation_file(),
     output:
         accuracy=layout.analysis("{backbone}", "accuracy.parquet"),
         table_csv=layout.analysis("{backbone}", "table.csv"),
@@ -17,9 +17,10 @@ rule analyze:
         "logs/{backbone}/analyze.log",
     params:
         backbone=lambda w: w.backbone,
-        **run_scope("methods", "datasets", "metric"),
+        **plan.run_scope("methods", "datasets", "metric"),
         bootstrap_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["seed"],
+        code=code_hash("lmad.stages.analyze.analyze"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -29,7 +30,7 @@ rule analyze:
 rule plot_accuracy:
     input:
         accuracy=layout.analysis("{backbone}", "accuracy.parquet"),
-        validation=judge_validation_file(),
+        validation=plan.judge_validation_file(),
     output:
         png=report(
             layout.analysis("{backbone}", "accuracy.png"),
@@ -40,7 +41,8 @@ rule plot_accuracy:
     log:
         "logs/{backbone}/plot_accuracy.log",
     params:
-        **run_scope("methods", "datasets", "metric"),
+        code=code_hash("lmad.stages.analyze.plot_accuracy"),
+        **plan.run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -51,8 +53,8 @@ rule plot_accuracy:
 # its replicates' analyze tables.
 rule replicates:
     input:
-        accuracies=lambda w: [layout.analysis(layout.run_name(w.model, s), "accuracy.parquet") for s in SEEDS],
-        validation=judge_validation_file(),
+        accuracies=plan.replicate_accuracies,
+        validation=plan.judge_validation_file(),
     output:
         table=layout.analysis("{model}", "replicates.parquet"),
         csv=layout.analysis("{model}", "replicates.csv"),
@@ -63,7 +65,8 @@ rule replicates:
         model="|".join(map(re.escape, config["backbones"])),
     params:
         backbone=lambda w: w.model,
-        **run_scope("methods", "datasets", "metric"),
+        code=code_hash("lmad.stages.analyze.replicates"),
+        **plan.run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -8,7 +8,7 @@ rule prepare_data:
     wildcard_constraints:
         dataset=DATASET_NAMES,
     params:
-        spec=lambda w: dataset_spec(w.dataset),
+        spec=lambda w: plan.dataset_spec(w.dataset),
         base_dir=workflow.basedir,
     conda:
         "../envs/pipeline.yaml"
@@ -18,13 +18,13 @@ rule prepare_data:
 
 rule backbone_questions:
     input:
-        unpack(backbone_subset_inputs),
+        unpack(plan.backbone_subset_inputs),
     output:
         questions=layout.questions("{dataset}", "{backbone}"),
     log:
         "logs/{backbone}/backbone_questions/{dataset}.log",
     params:
-        n=lambda w: BACKBONE_N[layout.model_of(w.backbone)],
+        n=plan.backbone_n_of,
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"

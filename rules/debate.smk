@@ -9,33 +9,33 @@
 
 rule debate_round:
     input:
-        unpack(debate_round_inputs),
-        questions=question_tables,
-        weights=lambda w: model_files(w.backbone),
+        unpack(plan.debate_round_inputs),
+        questions=plan.question_tables,
+        weights=lambda w: plan.model_files(w.backbone),
     output:
-        samples=debate_round_outputs(""),
-        steps=debate_round_outputs("_steps"),
-        state=debate_round_outputs("_state"),
+        samples=plan.debate_round_outputs(""),
+        steps=plan.debate_round_outputs("_steps"),
+        state=plan.debate_round_outputs("_state"),
     log:
-        job_log("{debate_method}", "round{debate_round}"),
+        plan.job_log("{debate_method}", "round{debate_round}"),
     benchmark:
-        job_log("{debate_method}", "round{debate_round}", "benchmarks", "tsv")
+        plan.job_log("{debate_method}", "round{debate_round}", "benchmarks", "tsv")
     params:
-        **model_params(),
+        **plan.model_params(),
         method=lambda w: w.debate_method,
         round_index=lambda w: int(w.debate_round),
-        last=lambda w: int(w.debate_round) == debate_setting(w.debate_method).rounds,
-        temperatures=lambda w: list(debate_setting(w.debate_method).temperatures),
-        manners=lambda w: list(debate_setting(w.debate_method).manners),
+        last=lambda w: int(w.debate_round) == plan.debate_setting(w.debate_method).rounds,
+        temperatures=lambda w: list(plan.debate_setting(w.debate_method).temperatures),
+        manners=lambda w: list(plan.debate_setting(w.debate_method).manners),
         max_tokens=config["solver"]["max_tokens"],
         aux_max_tokens=config["debate"]["max_tokens"],
-        seed=call_seed,
-        **persistence_params(),
+        seed=plan.call_seed,
+        **plan.persistence_params(),
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: model_threads(w.backbone)
+    threads: lambda w: plan.model_threads(w.backbone)
     resources:
-        **model_resources(),
+        **plan.model_resources(),
     script:
         "../workflow/scripts/debate_round.py"
 
@@ -47,18 +47,19 @@ if DEBATE_METHODS:
 
     rule debate_predict:
         input:
-            questions=question_tables,
-            samples=debate_round_tables(""),
-            steps=debate_round_tables("_steps"),
-            final_state=debate_final_state,
+            questions=plan.question_tables,
+            samples=plan.debate_round_tables(""),
+            steps=plan.debate_round_tables("_steps"),
+            final_state=plan.debate_final_state,
         output:
-            predictions=prediction_outputs(DEBATE_METHODS),
+            predictions=plan.prediction_outputs(DEBATE_METHODS),
         log:
-            prediction_log("debate-methods"),
+            plan.prediction_log("debate-methods"),
         params:
             methods=DEBATE_METHODS,
-            rounds=[debate_setting(m).rounds for m in DEBATE_METHODS],
-            units=prediction_units(DEBATE_METHODS),
+            rounds=[plan.debate_setting(m).rounds for m in DEBATE_METHODS],
+            units=plan.prediction_units(DEBATE_METHODS),
+            code=code_hash("lmad.stages.debate.debate_predict_methods"),
         conda:
             "../envs/pipeline.yaml"
         script:

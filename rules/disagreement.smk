@@ -1,4 +1,4 @@
-# Disagreement layers of seed 003 (README "Disagreement layers"), selected by config
+# Disagreement layers of the layered-disagreement paper (docs/studies.md "Disagreement layers"), selected by config
 # `disagreement:`. Layer A (self-reports) is asked inside rule debate_round; here: layer B's
 # validation on its authored battery (one job, the run's judge model), layer B's labels of
 # every debate reply (one job per backbone, one batch), and the table. Input functions live
@@ -12,55 +12,55 @@ localrules:
 
 rule pushback_validation:
     input:
-        questions=configured_questions(),
+        questions=plan.configured_questions(),
         prompt=config["prompts"]["pushback_judge"],
-        weights=model_files(config["judge"]["model"]),
+        weights=plan.model_files(config["judge"]["model"]),
     output:
-        battery=pushback_validation_file("battery.parquet"),
-        validation=pushback_validation_file("validation.parquet"),
-        report=pushback_validation_file("validation.md"),
+        battery=plan.pushback_validation_file("battery.parquet"),
+        validation=plan.pushback_validation_file("validation.parquet"),
+        report=plan.pushback_validation_file("validation.md"),
     log:
         f"logs/judge_validation/{config['judge']['model']}.pushback.log",
     params:
-        **judge_params(),
+        **plan.judge_params(),
         max_tokens=config["disagreement"]["pushback_max_tokens"],
         questions_per_dataset=config["disagreement"]["battery_questions"],
         min_recall=config["disagreement"]["min_recall"],
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
-    threads: model_threads(config["judge"]["model"])
+    threads: plan.model_threads(config["judge"]["model"])
     resources:
-        **model_resources(config["judge"]["model"]),
+        **plan.model_resources(config["judge"]["model"]),
     script:
         "../workflow/scripts/pushback_validation.py"
 
 
 rule pushback:
     input:
-        unpack(pushback_lmad_inputs),
-        rounds=debate_replies,
+        unpack(plan.pushback_lmad_inputs),
+        rounds=plan.debate_replies,
         prompt=config["prompts"]["pushback_judge"],
-        weights=model_files(config["judge"]["model"]),
+        weights=plan.model_files(config["judge"]["model"]),
     output:
         labels=layout.disagreement("{backbone}", "pushback.parquet"),
     log:
         "logs/{backbone}/disagreement/pushback.log",
     params:
-        **judge_params(),
+        **plan.judge_params(),
         max_tokens=config["disagreement"]["pushback_max_tokens"],
     conda:
         "../envs/pipeline.yaml"
-    threads: model_threads(config["judge"]["model"])
+    threads: plan.model_threads(config["judge"]["model"])
     resources:
-        **model_resources(config["judge"]["model"]),
+        **plan.model_resources(config["judge"]["model"]),
     script:
         "../workflow/scripts/pushback.py"
 
 
 rule disagreement_table:
     input:
-        unpack(disagreement_inputs),
+        unpack(plan.disagreement_inputs),
     output:
         csv=layout.paper("disagreement.csv"),
         md=layout.paper("disagreement.md"),
@@ -83,29 +83,29 @@ rule disagreement_table:
 # deleted / kept (one job per backbone, one batch, the backbone's model).
 rule lmad_self_report:
     input:
-        unpack(lmad_society),
-        **lmad_tone_prompts(),
-        questions=question_tables,
-        localizations=lmad_debate_tables("localize"),
-        positions=lmad_debate_tables("debate"),
-        states=lmad_debate_tables("state", last=1),
+        unpack(plan.lmad_society),
+        **plan.lmad_tone_prompts(),
+        questions=plan.question_tables,
+        localizations=plan.lmad_debate_tables("localize"),
+        positions=plan.lmad_debate_tables("debate"),
+        states=plan.lmad_debate_tables("state", last=1),
         prompt=config["prompts"]["debater"],
         prompt_self_report=config["prompts"]["self_report"],
-        weights=lambda w: model_files(w.backbone),
+        weights=lambda w: plan.model_files(w.backbone),
     output:
         reports=layout.disagreement("{backbone}", "lmad_self_report.parquet"),
     log:
         "logs/{backbone}/disagreement/lmad_self_report.log",
     params:
-        **model_params(),
+        **plan.model_params(),
         max_tokens=config["lmad"]["max_tokens"]["debater"],
-        seed=call_seed,
-        **persistence_params(),
+        seed=plan.call_seed,
+        **plan.persistence_params(),
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: model_threads(w.backbone)
+    threads: lambda w: plan.model_threads(w.backbone)
     resources:
-        **model_resources(),
+        **plan.model_resources(),
     script:
         "../workflow/scripts/lmad_self_report.py"
 
@@ -114,21 +114,21 @@ rule lmad_self_report:
 # argument vs length-matched filler, one batch per backbone (lmad.stages.probe).
 rule probe:
     input:
-        questions=question_tables,
-        proposals=proposal_tables,
-        weights=lambda w: model_files(w.backbone),
+        questions=plan.question_tables,
+        proposals=plan.proposal_tables,
+        weights=lambda w: plan.model_files(w.backbone),
     output:
         reads=layout.disagreement("{backbone}", "probe.parquet"),
     log:
         "logs/{backbone}/disagreement/probe.log",
     params:
-        **model_params(),
+        **plan.model_params(),
         min_mass=config["disagreement"]["probe_min_mass"],
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: model_threads(w.backbone)
+    threads: lambda w: plan.model_threads(w.backbone)
     resources:
-        **model_resources(),
+        **plan.model_resources(),
     script:
         "../workflow/scripts/probe.py"
 

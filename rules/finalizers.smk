@@ -1,4 +1,4 @@
-# Finalizers and round-level controls (When Debate Helps; README "Finalizers and round-level
+# Finalizers and round-level controls (When Debate Helps; docs/methods.md "Finalizers and round-level
 # controls"): every finalizer of config `finalizers.names` (vote, vote_judge, lvd) applied to
 # every saved round of every method — a debate method's round{t}, an LMAD method's
 # iter{k}/generate, SC's shared proposals — one job per backbone covering every dataset, every
@@ -11,11 +11,11 @@ if FINALIZE["enabled"]:
 
     rule finalizers:
         input:
-            questions=question_tables,
-            rounds=finalizer_rounds,
+            questions=plan.question_tables,
+            rounds=plan.finalizer_rounds,
             prompt_judge=config["prompts"]["finalize_judge"],
             prompt_verifier=config["prompts"]["verifier"],
-            weights=lambda w: model_files(w.backbone),
+            weights=lambda w: plan.model_files(w.backbone),
         output:
             finalized=[layout.finalized("{backbone}", d) for d in DATASETS],
         log:
@@ -23,8 +23,8 @@ if FINALIZE["enabled"]:
         benchmark:
             "benchmarks/{backbone}/finalizers.tsv"
         params:
-            **model_params(),
-            round_units=finalizer_round_units(),
+            **plan.model_params(),
+            round_units=plan.finalizer_round_units(),
             datasets=DATASETS,
             names=FINALIZE["names"],
             max_tokens=FINALIZE["max_tokens"],
@@ -32,8 +32,8 @@ if FINALIZE["enabled"]:
             min_quote_words=FINALIZE["min_quote_words"],
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: model_threads(w.backbone)
+        threads: lambda w: plan.model_threads(w.backbone)
         resources:
-            **model_resources(),
+            **plan.model_resources(),
         script:
             "../workflow/scripts/finalizers.py"

@@ -7,41 +7,42 @@
 rule generate:
     priority: LMAD_CHAIN_PRIORITY  # the proposals are LMAD's iteration 0
     input:
-        questions=question_tables,
+        questions=plan.question_tables,
         prompt=config["prompts"]["solver"],
-        weights=lambda w: model_files(w.backbone),
+        weights=lambda w: plan.model_files(w.backbone),
     output:
-        samples=sample_tables(),
+        samples=plan.sample_tables(),
     log:
-        job_log("generate", "{stage}"),
+        plan.job_log("generate", "{stage}"),
     benchmark:
-        job_log("generate", "{stage}", "benchmarks", "tsv")
+        plan.job_log("generate", "{stage}", "benchmarks", "tsv")
     params:
-        **model_params(),
+        **plan.model_params(),
         stage=lambda w: w.stage,
-        temperatures=lambda w: stage_temperatures(w.stage),
+        temperatures=lambda w: plan.stage_temperatures(w.stage, config["agents"]["temperatures"]),
         max_tokens=config["solver"]["max_tokens"],
-        seed=call_seed,
+        seed=plan.call_seed,
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: model_threads(w.backbone)
+    threads: lambda w: plan.model_threads(w.backbone)
     resources:
-        **model_resources(),
+        **plan.model_resources(),
     script:
         "../workflow/scripts/generate.py"
 
 
 rule predict:
     input:
-        questions=question_tables,
-        samples=vote_samples,
+        questions=plan.question_tables,
+        samples=plan.vote_samples,
     output:
-        predictions=prediction_outputs(),
+        predictions=plan.prediction_outputs(),
     log:
-        prediction_log(),
+        plan.prediction_log(),
     params:
         method=lambda w: w.method,
-        units=prediction_units(),
+        units=plan.prediction_units(),
+        code=code_hash("lmad.stages.predict.predict_datasets"),
     conda:
         "../envs/pipeline.yaml"
     script:

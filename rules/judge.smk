@@ -4,10 +4,10 @@
 
 rule judge:
     input:
-        questions=configured_questions(),
-        predictions=backbone_predictions,
+        questions=plan.configured_questions(),
+        predictions=plan.backbone_predictions,
         prompt=config["prompts"]["judge"],
-        weights=model_files(config["judge"]["model"]),
+        weights=plan.model_files(config["judge"]["model"]),
     output:
         judgments=[layout.judgments("{backbone}", d) for d in DATASETS],
     log:
@@ -15,40 +15,40 @@ rule judge:
     benchmark:
         "benchmarks/{backbone}/judge.tsv"
     params:
-        model=model_spec(config["judge"]["model"]),
+        model=plan.model_spec(config["judge"]["model"]),
         cache_dir=config["cache_dir"],
         max_tokens=config["judge"]["max_tokens"],
     conda:
         "../envs/pipeline.yaml"
-    threads: model_threads(config["judge"]["model"])
+    threads: plan.model_threads(config["judge"]["model"])
     resources:
-        **model_resources(config["judge"]["model"]),
+        **plan.model_resources(config["judge"]["model"]),
     script:
         "../workflow/scripts/judge.py"
 
 
-# The judge's known-answer validation (README "Judge validation"): a seeded battery built from
+# The judge's known-answer validation (docs/analysis.md "Judge validation"): a seeded battery built from
 # the run's questions, judged with the judge rule's exact prompt, model and decoding.
 rule judge_validation:
     input:
-        questions=configured_questions(),
+        questions=plan.configured_questions(),
         prompt=config["prompts"]["judge"],
-        weights=model_files(config["judge"]["model"]),
+        weights=plan.model_files(config["judge"]["model"]),
     output:
-        battery=judge_validation_file("battery.parquet"),
-        validation=judge_validation_file("validation.parquet"),
-        report=judge_validation_file("validation.md"),
+        battery=plan.judge_validation_file("battery.parquet"),
+        validation=plan.judge_validation_file("validation.parquet"),
+        report=plan.judge_validation_file("validation.md"),
     log:
         f"logs/judge_validation/{config['judge']['model']}.log",
     params:
-        **judge_params(),
+        **plan.judge_params(),
         max_tokens=config["judge"]["max_tokens"],
         seed=config["seed"],
         **config["judge"]["validation"],
     conda:
         "../envs/pipeline.yaml"
-    threads: model_threads(config["judge"]["model"])
+    threads: plan.model_threads(config["judge"]["model"])
     resources:
-        **model_resources(config["judge"]["model"]),
+        **plan.model_resources(config["judge"]["model"]),
     script:
         "../workflow/scripts/judge_validation.py"

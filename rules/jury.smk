@@ -1,4 +1,4 @@
-# Swap-checked pairwise jury of seed 003 (README "Pairwise jury"), selected by config `jury.pair`:
+# Swap-checked pairwise jury of the layered-disagreement paper (docs/studies.md "Pairwise jury"), selected by config `jury.pair`:
 # per backbone and juror model one job judges every question's pair of final answers and the
 # sensitivity battery, each in both orders, in one batch; the table takes the jury's majority.
 # Input functions live in rules/common.smk.
@@ -10,10 +10,10 @@ localrules:
 
 rule jury:
     input:
-        questions=configured_questions(),
-        predictions=jury_predictions,
+        questions=plan.configured_questions(),
+        predictions=plan.jury_predictions,
         prompt=config["prompts"]["jury"],
-        weights=lambda w: model_files(w.juror),
+        weights=lambda w: plan.model_files(w.juror),
     output:
         verdicts=layout.disagreement("{backbone}", "jury_{juror}.parquet"),
     log:
@@ -21,7 +21,7 @@ rule jury:
     wildcard_constraints:
         juror="|".join(re.escape(j) for j in JURORS),
     params:
-        model=lambda w: model_spec(w.juror),
+        model=lambda w: plan.model_spec(w.juror),
         judge_name=lambda w: w.juror,
         cache_dir=config["cache_dir"],
         pair=config["jury"]["pair"],
@@ -30,16 +30,16 @@ rule jury:
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: model_threads(w.juror)
+    threads: lambda w: plan.model_threads(w.juror)
     resources:
-        **model_resources(wildcard="juror", models=JURORS),
+        **plan.model_resources(wildcard="juror", models=JURORS),
     script:
         "../workflow/scripts/jury.py"
 
 
 rule jury_table:
     input:
-        verdicts=jury_verdict_tables(),
+        verdicts=plan.jury_verdict_tables(),
     output:
         csv=layout.paper("jury.csv"),
         md=layout.paper("jury.md"),

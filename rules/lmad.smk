@@ -17,44 +17,44 @@ if LMAD_METHODS:
     rule lmad_generate:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            unpack(lmad_generate_inputs),
-            questions=lmad_unit_questions,
+            unpack(plan.lmad_generate_inputs),
+            questions=plan.lmad_unit_questions,
             prompt=config["prompts"]["solver"],
-            weights=lambda w: model_files(w.backbone),
+            weights=lambda w: plan.model_files(w.backbone),
         output:
-            samples=lmad_paths("generate"),
+            samples=plan.lmad_paths("generate"),
         log:
-            lmad_log("generate"),
+            plan.lmad_log("generate"),
         benchmark:
-            lmad_log("generate", "benchmarks", "tsv")
+            plan.lmad_log("generate", "benchmarks", "tsv")
         params:
-            **lmad_params(),
+            **plan.lmad_params(),
             temperatures=config["agents"]["temperatures"],
             max_tokens=config["solver"]["max_tokens"],
-            seed=call_seed,
+            seed=plan.call_seed,
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: model_threads(w.backbone)
+        threads: lambda w: plan.model_threads(w.backbone)
         resources:
-            **model_resources(),
+            **plan.model_resources(),
         script:
             "../workflow/scripts/lmad_generate.py"
 
     rule lmad_extract:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            questions=lmad_unit_questions,
-            samples=lmad_paths("generate"),
+            questions=plan.lmad_unit_questions,
+            samples=plan.lmad_paths("generate"),
             prompt=config["prompts"]["extractor"],
-            weights=lambda w: model_files(w.backbone),
+            weights=lambda w: plan.model_files(w.backbone),
         output:
-            chains=lmad_paths("extract"),
+            chains=plan.lmad_paths("extract"),
         log:
-            lmad_log("extract"),
+            plan.lmad_log("extract"),
         benchmark:
-            lmad_log("extract", "benchmarks", "tsv")
+            plan.lmad_log("extract", "benchmarks", "tsv")
         params:
-            **lmad_params(),
+            **plan.lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["extractor"],
             max_nodes=config["lmad"]["nodes"]["max_nodes"],
             max_node_words=config["lmad"]["nodes"]["max_words"],
@@ -62,64 +62,64 @@ if LMAD_METHODS:
             guard_last_iteration=config["lmad"]["guard_last_iteration"],
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: model_threads(w.backbone)
+        threads: lambda w: plan.model_threads(w.backbone)
         resources:
-            **model_resources(),
+            **plan.model_resources(),
         script:
             "../workflow/scripts/lmad_extract.py"
 
     rule lmad_localize:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            unpack(lmad_state),
-            questions=lmad_unit_questions,
-            chains=lmad_paths("extract"),
+            unpack(plan.lmad_state),
+            questions=plan.lmad_unit_questions,
+            chains=plan.lmad_paths("extract"),
             prompt=config["prompts"]["localizer"],
-            weights=lambda w: model_files(w.backbone),
+            weights=lambda w: plan.model_files(w.backbone),
         output:
-            localizations=lmad_paths("localize"),
+            localizations=plan.lmad_paths("localize"),
         log:
-            lmad_log("localize"),
+            plan.lmad_log("localize"),
         benchmark:
-            lmad_log("localize", "benchmarks", "tsv")
+            plan.lmad_log("localize", "benchmarks", "tsv")
         params:
-            **lmad_params(),
+            **plan.lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["localizer"],
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: model_threads(w.backbone)
+        threads: lambda w: plan.model_threads(w.backbone)
         resources:
-            **model_resources(),
+            **plan.model_resources(),
         script:
             "../workflow/scripts/lmad_localize.py"
 
     rule lmad_debate:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            unpack(lmad_state),
-            unpack(lmad_society),
-            questions=lmad_unit_questions,
-            localizations=lmad_paths("localize"),
+            unpack(plan.lmad_state),
+            unpack(plan.lmad_society),
+            questions=plan.lmad_unit_questions,
+            localizations=plan.lmad_paths("localize"),
             prompt=config["prompts"]["debater"],
-            **lmad_tone_prompts(),
-            weights=lambda w: model_files(w.backbone),
+            **plan.lmad_tone_prompts(),
+            weights=lambda w: plan.model_files(w.backbone),
         output:
-            positions=lmad_paths("debate"),
+            positions=plan.lmad_paths("debate"),
         log:
-            lmad_log("debate"),
+            plan.lmad_log("debate"),
         benchmark:
-            lmad_log("debate", "benchmarks", "tsv")
+            plan.lmad_log("debate", "benchmarks", "tsv")
         params:
-            **lmad_params(),
+            **plan.lmad_params(),
             rounds=config["lmad"]["local_rounds"],
             temperatures=config["agents"]["temperatures"],
-            seed=call_seed,
+            seed=plan.call_seed,
             max_tokens=config["lmad"]["max_tokens"]["debater"],
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: model_threads(w.backbone)
+        threads: lambda w: plan.model_threads(w.backbone)
         resources:
-            **model_resources(),
+            **plan.model_resources(),
         script:
             "../workflow/scripts/lmad_debate.py"
 
@@ -129,25 +129,25 @@ if LMAD_METHODS:
     rule lmad_resolve:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            unpack(lmad_state),
-            questions=lmad_unit_questions,
-            samples=lmad_paths("generate"),
-            localizations=lmad_paths("localize"),
-            positions=lmad_paths("debate"),
+            unpack(plan.lmad_state),
+            questions=plan.lmad_unit_questions,
+            samples=plan.lmad_paths("generate"),
+            localizations=plan.lmad_paths("localize"),
+            positions=plan.lmad_paths("debate"),
             prompt=config["prompts"]["resolver"],
             relation_prompt=config["prompts"]["relation_check"],
-            weights=lambda w: model_files(w.backbone),
+            weights=lambda w: plan.model_files(w.backbone),
         output:
-            repairs=lmad_paths("resolve"),
-            relations=lmad_paths("relation"),
-            commits=lmad_paths("commit"),
-            next_state=lmad_paths("state"),
+            repairs=plan.lmad_paths("resolve"),
+            relations=plan.lmad_paths("relation"),
+            commits=plan.lmad_paths("commit"),
+            next_state=plan.lmad_paths("state"),
         log:
-            lmad_log("resolve"),
+            plan.lmad_log("resolve"),
         benchmark:
-            lmad_log("resolve", "benchmarks", "tsv")
+            plan.lmad_log("resolve", "benchmarks", "tsv")
         params:
-            **lmad_params(),
+            **plan.lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["resolver"],
             iterations=config["lmad"]["iterations"],
             min_quote_words=config["lmad"]["guard"]["min_quote_words"],
@@ -155,32 +155,33 @@ if LMAD_METHODS:
             guard_last_iteration=config["lmad"]["guard_last_iteration"],
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: model_threads(w.backbone)
+        threads: lambda w: plan.model_threads(w.backbone)
         resources:
-            **model_resources(),
+            **plan.model_resources(),
         script:
             "../workflow/scripts/lmad_resolve.py"
 
     rule lmad_predict:
         priority: LMAD_CHAIN_PRIORITY  # the chain's last link: the judge waits for it
         input:
-            questions=question_tables,
-            final_state=lmad_final_state,
-            samples=lmad_iteration_tables("generate"),
-            chains=lmad_iteration_tables("extract"),
-            localizations=lmad_iteration_tables("localize"),
-            positions=lmad_iteration_tables("debate"),
-            repairs=lmad_iteration_tables("resolve"),
-            relations=lmad_iteration_tables("relation"),
-            commits=lmad_iteration_tables("commit"),
+            questions=plan.question_tables,
+            final_state=plan.lmad_final_state,
+            samples=plan.lmad_iteration_tables("generate"),
+            chains=plan.lmad_iteration_tables("extract"),
+            localizations=plan.lmad_iteration_tables("localize"),
+            positions=plan.lmad_iteration_tables("debate"),
+            repairs=plan.lmad_iteration_tables("resolve"),
+            relations=plan.lmad_iteration_tables("relation"),
+            commits=plan.lmad_iteration_tables("commit"),
         output:
-            predictions=prediction_outputs(LMAD_METHODS),
-            trace=[layout.lmad_trace("{backbone}", w, m) for m in LMAD_METHODS for w in job_datasets()],
+            predictions=plan.prediction_outputs(LMAD_METHODS),
+            trace=[layout.lmad_trace("{backbone}", w, m) for m in LMAD_METHODS for w in plan.job_datasets()],
         log:
-            prediction_log("lmad-methods"),
+            plan.prediction_log("lmad-methods"),
         params:
             methods=LMAD_METHODS,
-            units=prediction_units(LMAD_METHODS),
+            units=plan.prediction_units(LMAD_METHODS),
+            code=code_hash("lmad.stages.lmad.predict_methods"),
         conda:
             "../envs/pipeline.yaml"
         script:

@@ -1,4 +1,4 @@
-# Run-level rules. Light rules run on the submitting host, never as cluster jobs (README
+# Run-level rules. Light rules run on the submitting host, never as cluster jobs (docs/running.md
 # "Run on SLURM"); analyze and plot_accuracy are declared local in rules/analysis.smk, the
 # LMAD bookkeeping rules in rules/lmad.smk (they exist only when an LMAD method is configured).
 # Rule manifest records what produced the current results: config hash, package version,
@@ -24,6 +24,7 @@ rule manifest:
     params:
         config=config,
         repo=workflow.basedir,
+        code=code_hash("lmad.stages.manifest.manifest"),
     conda:
         "../envs/pipeline.yaml"
     script:

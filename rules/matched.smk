@@ -1,4 +1,4 @@
-# The "matched tokens" self-consistency baseline (method sc-matched; README "Matched-tokens SC"):
+# The "matched tokens" self-consistency baseline (method sc-matched; docs/methods.md "Matched-tokens SC"):
 # as many solver samples as a target method's generated tokens per question buy, one job per
 # backbone covering every dataset in one batch (lmad.stages.matched); rule predict votes over them.
 
@@ -9,29 +9,29 @@ if "sc-matched" in config["methods"]:
 
     rule sc_matched:
         input:
-            questions=question_tables,
-            proposals=proposal_tables,
+            questions=plan.question_tables,
+            proposals=plan.proposal_tables,
             target=lambda w: [layout.predictions(w.backbone, d, config["sc_matched"]["target"])
-                              for d in job_datasets(w)],
+                              for d in plan.job_datasets(w)],
             prompt=config["prompts"]["solver"],
-            weights=lambda w: model_files(w.backbone),
+            weights=lambda w: plan.model_files(w.backbone),
         output:
-            samples=[layout.samples("{backbone}", d, "matched") for d in job_datasets()],
+            samples=[layout.samples("{backbone}", d, "matched") for d in plan.job_datasets()],
         log:
-            job_log("generate", "matched"),
+            plan.job_log("generate", "matched"),
         benchmark:
-            job_log("generate", "matched", "benchmarks", "tsv")
+            plan.job_log("generate", "matched", "benchmarks", "tsv")
         params:
-            **model_params(),
+            **plan.model_params(),
             target_method=config["sc_matched"]["target"],
             temperatures=config["agents"]["temperatures"],
             max_samples=config["sc_matched"]["max_samples"],
             max_tokens=config["solver"]["max_tokens"],
-            seed=call_seed,
+            seed=plan.call_seed,
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: model_threads(w.backbone)
+        threads: lambda w: plan.model_threads(w.backbone)
         resources:
-            **model_resources(),
+            **plan.model_resources(),
         script:
             "../workflow/scripts/sc_matched.py"

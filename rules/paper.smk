@@ -1,4 +1,4 @@
-# Paper tables, figures and trace viewer (README "Paper tables and figures"): Parquet of every
+# Paper tables, figures and trace viewer (docs/analysis.md "Paper tables and figures"): Parquet of every
 # backbone in, results/paper/ out, no model calls. One rule per table, so editing one
 # function's code reruns only its rule (`snakemake paper`); the figures are one job
 # (paper_figures), as matplotlib's import is most of a figure's cost.
@@ -22,13 +22,13 @@ localrules:
 
 rule paper:
     input:
-        paper_outputs(),
+        plan.paper_outputs(),
 
 
 rule paper_table1:
     input:
-        validation=judge_validation_file(),
-        judgments=paper_judgments(),
+        validation=plan.judge_validation_file(),
+        judgments=plan.paper_judgments(),
     output:
         csv=layout.paper("table1.csv"),
         md=paper_report("table1.md", "table1"),
@@ -36,7 +36,7 @@ rule paper_table1:
     log:
         "logs/paper/table1.log",
     params:
-        **run_scope("metric", "backbones", "datasets"),
+        **plan.run_scope("metric", "backbones", "datasets"),
         code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.table1",
@@ -45,10 +45,10 @@ rule paper_table1:
             "lmad.paper.tables.table1_latex",
             "lmad.display.fmt",
         ),
-        columns=paper_columns(),
-        baselines=paper_setting("baselines"),
+        columns=plan.paper_columns(),
+        baselines=config["paper"]["baselines"],
         target="lmad",
-        bootstrap_resamples=paper_setting("bootstrap_resamples"),
+        bootstrap_resamples=config["paper"]["bootstrap_resamples"],
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
@@ -58,10 +58,10 @@ rule paper_table1:
 
 rule paper_table2:
     input:
-        validation=judge_validation_file(),
-        judgments=paper_judgments(),
-        traces=paper_traces(["lmad"]),
-        questions=configured_questions(),
+        validation=plan.judge_validation_file(),
+        judgments=plan.paper_judgments(),
+        traces=plan.paper_traces(["lmad"]),
+        questions=plan.configured_questions(),
     output:
         csv=layout.paper("table2.csv"),
         md=paper_report("table2.md", "table2"),
@@ -70,7 +70,7 @@ rule paper_table2:
     log:
         "logs/paper/table2.log",
     params:
-        **run_scope("metric", "backbones", "datasets"),
+        **plan.run_scope("metric", "backbones", "datasets"),
         code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.table2",
@@ -88,8 +88,8 @@ rule paper_table2:
 
 rule paper_cost:
     input:
-        predictions=paper_predictions(),
-        traces=paper_traces(),
+        predictions=plan.paper_predictions(),
+        traces=plan.paper_traces(),
     output:
         csv=layout.paper("cost.csv"),
         md=paper_report("cost.md", "cost"),
@@ -97,7 +97,7 @@ rule paper_cost:
         "logs/paper/cost.log",
     params:
         code=code_hash("lmad.stages.paper.cost_table", "lmad.stages.paper.lmad_call_summary"),
-        **run_scope("backbones", "datasets", "methods"),
+        **plan.run_scope("backbones", "datasets", "methods"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -106,18 +106,18 @@ rule paper_cost:
 
 rule paper_headroom:
     input:
-        validation=judge_validation_file(),
-        questions=configured_questions(),
-        proposals=paper_proposals(),
-        judgments=paper_judgments(),
-        rounds0=paper_rounds0(),
+        validation=plan.judge_validation_file(),
+        questions=plan.configured_questions(),
+        proposals=plan.paper_proposals(),
+        judgments=plan.paper_judgments(),
+        rounds0=plan.paper_rounds0(),
     output:
         csv=layout.paper("headroom.csv"),
         md=paper_report("headroom.md", "headroom"),
     log:
         "logs/paper/headroom.log",
     params:
-        **run_scope("metric", "backbones", "methods"),
+        **plan.run_scope("metric", "backbones", "methods"),
         code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.headroom_table",
@@ -138,18 +138,18 @@ rule paper_headroom:
 rule paper_figures:
     priority: PAPER_TAIL_PRIORITY
     input:
-        validation=judge_validation_file(),
-        judgments=paper_judgments(),
-        predictions=paper_predictions(),
-        questions=configured_questions(),
-        rounds=paper_rounds,
-        traces=paper_traces(["lmad"]),
+        validation=plan.judge_validation_file(),
+        judgments=plan.paper_judgments(),
+        predictions=plan.paper_predictions(),
+        questions=plan.configured_questions(),
+        rounds=plan.paper_rounds,
+        traces=plan.paper_traces(["lmad"]),
     output:
         **paper_figure_outputs(),
     log:
         "logs/paper/figures.log",
     params:
-        **run_scope("metric", "backbones", "datasets", "methods"),
+        **plan.run_scope("metric", "backbones", "datasets", "methods"),
         code=code_hash(
             "lmad.headline.headline",
             "lmad.stages.paper.figures",
@@ -165,7 +165,7 @@ rule paper_figures:
             "lmad.paper.dynamics.correctness_by_round",
             "lmad.paper.dynamics.answers_by_qid",
         ),
-        trace_questions=paper_setting("trace_questions"),
+        trace_questions=config["paper"]["trace_questions"],
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -175,12 +175,12 @@ rule paper_figures:
 rule paper_viewer:
     priority: PAPER_TAIL_PRIORITY
     input:
-        unpack(viewer_label_inputs),
-        validation=judge_validation_file(),
-        questions=configured_questions(),
-        judgments=paper_judgments,
-        traces=paper_traces(LMAD_METHODS),
-        rounds=paper_rounds,
+        unpack(plan.viewer_label_inputs),
+        validation=plan.judge_validation_file(),
+        questions=plan.configured_questions(),
+        judgments=plan.paper_judgments,
+        traces=plan.paper_traces(LMAD_METHODS),
+        rounds=plan.paper_rounds,
     output:
         html=paper_report("viewer/{backbone}.html", "viewer"),
     log:
@@ -202,8 +202,8 @@ rule paper_viewer:
 
 rule paper_dynamics:
     input:
-        questions=configured_questions(),
-        rounds=paper_rounds,
+        questions=plan.configured_questions(),
+        rounds=plan.paper_rounds,
     output:
         csv=layout.paper("dynamics.csv"),
         md=paper_report("dynamics.md", "dynamics"),

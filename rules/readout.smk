@@ -1,4 +1,4 @@
-# Readout tables and figures of the finalizers (README "Finalizers and round-level controls"):
+# Readout tables and figures of the finalizers (docs/methods.md "Finalizers and round-level controls"):
 # Parquet in, results/paper/readout.* and headroom_lift.* out, no model calls. Off unless
 # finalizers.enabled (input functions in rules/common.smk).
 
@@ -11,17 +11,17 @@ if FINALIZE["enabled"]:
 
     rule paper_readout:
         input:
-            questions=configured_questions(),
-            finalized=finalized_tables(),
+            questions=plan.configured_questions(),
+            finalized=plan.finalized_tables(),
             predictions=lambda w: [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS
-                                   for m in finalizer_methods()],
+                                   for m in plan.finalizer_methods()],
             round_samples=lambda w: [layout.debate_round(b, d, m, t) for b in BACKBONES for d in DATASETS
-                                     for m in DEBATE_METHODS for t in range(method_rounds(m))],
+                                     for m in DEBATE_METHODS for t in range(plan.method_rounds(m))],
             round_steps=lambda w: [layout.debate_round(b, d, m, t, "_steps") for b in BACKBONES for d in DATASETS
-                                   for m in DEBATE_METHODS for t in range(method_rounds(m))],
+                                   for m in DEBATE_METHODS for t in range(plan.method_rounds(m))],
             traces=lambda w: [layout.lmad_trace(b, d, m) for b in BACKBONES for d in DATASETS for m in LMAD_METHODS],
             votes=lambda w: [layout.samples(b, d, METHODS[m].samples) for b in BACKBONES for d in DATASETS
-                             for m in finalizer_methods() if METHODS[m].family == "single"],
+                             for m in plan.finalizer_methods() if METHODS[m].family == "single"],
         output:
             csv=layout.paper("readout.csv"),
             md=layout.paper("readout.md"),
@@ -30,7 +30,7 @@ if FINALIZE["enabled"]:
             "logs/paper/readout.log",
         params:
             backbones=BACKBONES,
-            methods=finalizer_methods(),
+            methods=plan.finalizer_methods(),
             code=code_hash("lmad.stages.readout.readout_table", "lmad.stages.readout.method_costs",
                            "lmad.stages.readout._figure_readout", "lmad.paper.readout.readout_rows",
                            "lmad.paper.readout.with_average", "lmad.paper.readout.lift_cells",
@@ -43,10 +43,10 @@ if FINALIZE["enabled"]:
 
     rule paper_headroom_lift:
         input:
-            questions=configured_questions(),
-            finalized=finalized_tables(),
+            questions=plan.configured_questions(),
+            finalized=plan.finalized_tables(),
             predictions=lambda w: [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS
-                                   for m in finalizer_methods()],
+                                   for m in plan.finalizer_methods()],
         output:
             csv=layout.paper("headroom_lift.csv"),
             md=layout.paper("headroom_lift.md"),

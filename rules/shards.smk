@@ -1,4 +1,4 @@
-# Sharding (config `shards: N`, README "Run on SLURM"): each dataset's questions split into
+# Sharding (config `shards: N`, docs/running.md "Sharding"): each dataset's questions split into
 # N shards, named {dataset}.shard{s}, that every question-level rule treats as datasets of
 # their own (separate jobs, data-parallel over GPUs or nodes); any per-question table a
 # judge or paper rule reads under results/{backbone}/{dataset}/ is merged from its shards.
@@ -31,7 +31,7 @@ if SHARDS > 1:
 
     rule merge_shards:
         input:
-            parts=shard_parts,
+            parts=plan.shard_parts,
         output:
             merged=layout.per_question("{backbone}", "{dataset}", "{table}"),
         log:

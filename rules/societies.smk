@@ -1,4 +1,4 @@
-# Coverage-selected societies (When Debate Helps §4; README "Coverage-selected societies"): a pool
+# Coverage-selected societies (When Debate Helps §4; docs/methods.md "Coverage-selected societies"): a pool
 # of agents (temperature x persona x prompt variant, plus seeded weight-perturbed agents) answers
 # every question; AC-Greedy, SC-Greedy, top-K and the default personas are selected on a
 # selection split and evaluated on the disjoint rest (lmad.stages.societies). Off unless
@@ -18,9 +18,9 @@ if SOCIETIES["enabled"]:
 
     rule society_pool:
         input:
-            questions=lambda w: [questions_path(w.backbone, d) for d in DATASETS],
+            questions=lambda w: [plan.questions_path(w.backbone, d) for d in DATASETS],
             prompt=config["prompts"]["solver"],
-            weights=lambda w: model_files(w.backbone),
+            weights=lambda w: plan.model_files(w.backbone),
         output:
             pool=layout.society("{backbone}", "pool"),
         log:
@@ -28,7 +28,7 @@ if SOCIETIES["enabled"]:
         benchmark:
             "benchmarks/{backbone}/societies/pool.tsv"
         params:
-            **model_params(),
+            **plan.model_params(),
             temperatures=SOCIETIES["pool"]["temperatures"],
             personas=SOCIETIES["pool"]["personas"],
             variants=SOCIETIES["pool"]["variants"],
@@ -36,12 +36,12 @@ if SOCIETIES["enabled"]:
             selection_fraction=SOCIETIES["selection_fraction"],
             max_tokens=config["solver"]["max_tokens"],
             seed=config["seed"],
-            call_seed=call_seed,
+            call_seed=plan.call_seed,
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: model_threads(w.backbone)
+        threads: lambda w: plan.model_threads(w.backbone)
         resources:
-            **model_resources(),
+            **plan.model_resources(),
         script:
             "../workflow/scripts/society_pool.py"
 
@@ -67,7 +67,7 @@ if SOCIETIES["enabled"]:
 
     rule paper_societies:
         input:
-            unpack(society_debate_inputs),
+            unpack(plan.society_debate_inputs),
             evaluation=[layout.society(b, "evaluation") for b in BACKBONES],
             members=[layout.society(b, "members") for b in BACKBONES],
         output:

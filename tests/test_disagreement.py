@@ -1,4 +1,4 @@
-"""Disagreement layers (README "Disagreement layers"): tone reaches only debate turns; layer A
+"""Disagreement layers (docs/studies.md "Disagreement layers"): tone reaches only debate turns; layer A
 (self-report) in the turn's own conversation, one batch per round, every fallback recorded,
 never counted as cost; layer B's judge is blind (parent + reply only) and is validated on its
 authored battery with a two-sided floor; the table's edges (0 / 100 % cells, n = 1, every reply
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import REPO, make_config, snakemake, write_config
 from lmad.backends.scripted import ScriptedBackend
-from lmad.disagreement.labels import (AGREEMENT, CHANGED, MOVES, PUSHBACK_SCHEMA, SELF_REPORT_SCHEMA, STANCE,
+from lmad.disagreement_labels import (AGREEMENT, CHANGED, MOVES, PUSHBACK_SCHEMA, SELF_REPORT_SCHEMA, STANCE,
                                       SELF_REPORT_STEP, parse_pushback, parse_self_report)
 from lmad.disagreement.pushback import (build_battery, parent_text, pushback_request, replies_with_parents,
                                         validate)
@@ -545,7 +545,7 @@ def test_choice_parser_never_raises(reply):
 # ----------------------------------------------------------------------------- layer C
 
 def test_persistence_reasks_delete_or_keep_the_tone_in_the_same_batch():
-    from lmad.disagreement.labels import PERSIST_KEPT, PERSIST_REMOVED
+    from lmad.disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED
 
     backend, batches, results = run("mad@hostile", tone=TONE, self_report=PROMPTS["self_report"])
     plain = len(backend.calls)
@@ -581,7 +581,7 @@ def test_lmad_persistence_reasks_pair_each_sampled_turn_in_one_batch(tmp_path, m
     toned method is re-asked twice beside its self-report, in the one batch, once without the
     tone and once with it, each after the turn's own reply; a neutral method is never re-asked."""
     import lmad.stages.disagreement as stage
-    from lmad.disagreement.labels import PERSIST_KEPT, PERSIST_REMOVED
+    from lmad.disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED
     from lmad.protocols.lmad.local_debate import run_debate
     from lmad.schemas import write_table
 

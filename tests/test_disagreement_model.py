@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO
 from lmad.backends.transformers_backend import TransformersBackend
-from lmad.disagreement.labels import SELF_REPORT_STEP, parse_pushback
+from lmad.disagreement_labels import SELF_REPORT_STEP, parse_pushback
 from lmad.disagreement.probe import LETTERS, read
 from lmad.disagreement.probe import cells as probe_cells
 from lmad.disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate

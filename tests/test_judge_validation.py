@@ -1,4 +1,4 @@
-"""The judge's known-answer validation and the honest headline (README "Judge validation")."""
+"""The judge's known-answer validation and the honest headline (docs/analysis.md "Judge validation")."""
 import math
 import re
 

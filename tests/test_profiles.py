@@ -12,7 +12,7 @@ import yaml
 from conftest import REPO, make_config, snakemake, write_config
 
 SLURM_PROFILE = REPO / "workflow" / "profiles" / "slurm"
-LOCAL_PROFILE = REPO / "workflow" / "profiles" / "default"
+LOCAL_PROFILE = REPO / "workflow" / "profiles" / "local"
 # every rule that calls a model (rules/{generate,judge,lmad,debate}.smk)
 MODEL_RULES = {"generate", "judge", "judge_validation", "debate_round", "lmad_generate", "lmad_extract", "lmad_localize",
                "lmad_debate", "lmad_resolve"}

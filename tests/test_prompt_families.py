@@ -36,7 +36,7 @@ OWN_FIELDS = {"extractor": {"question", "rationale"},              # protocols/l
               "relation_check": {"question", "claims"},            # protocols/lmad/relation_check.py
               "process_rubric": {"question", "parent", "own", "reply"},  # process.py
               "pushback_judge": {"parent", "reply"},               # disagreement/pushback.py
-              "self_report": set()}                                # disagreement/labels.py
+              "self_report": set()}                                # disagreement_labels.py
 # tone instructions: not rendered as templates, appended to a turn's system message (lmad.tones)
 UNRENDERED = {"tone_friendly", "tone_hostile"}
 

@@ -21,7 +21,7 @@ MODEL_ID = "oracle@test-double|scripted"  # lmad.backends.backend_identity of th
 
 
 def command(workdir):
-    """README "Resume after a kill": the same command as the first run."""
+    """docs/running.md "Resume after a kill": the same command as the first run."""
     return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
             "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2"]
 

@@ -1,4 +1,4 @@
-"""Served mode (lmad.serve): one OpenAI-compatible server per served model per run.
+"""Served mode (lmad.backends.serve): one OpenAI-compatible server per served model per run.
 
 The server here is ``tests/fake_vllm``, a stand-in for vLLM's OpenAI server answered by
 the scripted test double, put on the subprocesses' PYTHONPATH only; the real server runs
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, make_config, snakemake, write_config
-from lmad import serve
+from lmad.backends import serve
 
 FAKE_VLLM = REPO / "tests" / "fake_vllm"
 
@@ -50,8 +50,8 @@ def test_server_argv_on_cpu_and_gpu():
 
 def test_sbatch_argv_sizes_the_server_like_a_stage_job():
     argv = serve.sbatch_argv({"name": "big"}, {"gpu": 2, "mem_mb": 64000, "runtime": 720, "cpus_per_gpu": 8},
-                             "exec python -m lmad.serve launch a b", Path("/x/logs/serve/big.log"))
-    assert argv[:2] == ["sbatch", "--parsable"] and argv[-2:] == ["--wrap", "exec python -m lmad.serve launch a b"]
+                             "exec python -m lmad.backends.serve launch a b", Path("/x/logs/serve/big.log"))
+    assert argv[:2] == ["sbatch", "--parsable"] and argv[-2:] == ["--wrap", "exec python -m lmad.backends.serve launch a b"]
     assert {"--gpus=2", "--cpus-per-gpu=8", "--mem=64000M", "--time=720", "--job-name=lmad-serve-big"} <= set(argv)
     assert not any(a.startswith(("--partition", "--account")) for a in argv)   # none given: sbatch's own
     placed = serve.sbatch_argv({"name": "big"}, {"gpu": 1, "slurm_partition": "gpu", "slurm_account": "lab"}, "x",
@@ -94,7 +94,7 @@ def test_one_server_per_model_reused_replaced_and_stopped(fake_vllm_env):
 
     # other engine settings: the old server is stopped and a new one started
     other = serve.ensure_server({**spec, "max_model_len": 1024}, timeout_s=60)
-    assert starts(log) == 2 and not serve._alive(record)
+    assert starts(log) == 2 and not serve.server_alive(record)
     # a server that died (e.g. a killed run's) is replaced, not waited for
     os.killpg(json.loads((serve.SERVE_DIR / "smol.json").read_text())["pid"], 9)
     time.sleep(0.5)
@@ -103,7 +103,7 @@ def test_one_server_per_model_reused_replaced_and_stopped(fake_vllm_env):
 
     last = json.loads((serve.SERVE_DIR / "smol.json").read_text())
     assert serve.stop_all() == ["smol"]
-    assert not serve._alive(last) and not list(serve.SERVE_DIR.glob("smol.*[!k]"))   # the lock stays
+    assert not serve.server_alive(last) and not list(serve.SERVE_DIR.glob("smol.*[!k]"))   # the lock stays
 
 
 def test_a_server_that_cannot_start_is_named_with_its_log(fake_vllm_env, monkeypatch):

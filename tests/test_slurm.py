@@ -181,7 +181,7 @@ def cluster(tmp_path_factory):
     # snakemake-executor-plugin-slurm-jobstep (0.6.1) drops every SLURM_* variable, SLURM_CONF
     # included, before the `srun` that runs a job; on a real cluster srun finds
     # /etc/slurm/slurm.conf. This cluster's config lives here, so jobs get an srun that
-    # knows where (README "Run on SLURM": SLURM_CONF is not passed into jobs).
+    # knows where (docs/running.md "Job status, logs, tests": SLURM_CONF is not passed into jobs).
     shim = root / "bin"
     shim.mkdir()
     (shim / "srun").write_text(f'#!/bin/sh\nSLURM_CONF="${{SLURM_CONF:-{conf}}}" exec {shutil.which("srun")} "$@"\n')

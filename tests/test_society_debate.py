@@ -1,4 +1,4 @@
-"""Debating methods with a selected society (README "Coverage-selected societies"): a method
+"""Debating methods with a selected society (docs/methods.md "Coverage-selected societies"): a method
 ``mad+ac-greedy`` runs with the society file's members — each agent at its member's temperature,
 persona and prompt variant, on the backend of its member's weights, one batch per set of weights —
 its config errors, and (workflow) the society file as an input of every round."""

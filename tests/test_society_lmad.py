@@ -1,4 +1,4 @@
-"""LMAD with a selected society (``lmad+ac-greedy``; README "Coverage-selected societies"): agent i
+"""LMAD with a selected society (``lmad+ac-greedy``; docs/methods.md "Coverage-selected societies"): agent i
 is member i in the solver and debater calls (temperature, persona, variant, weights), iteration 0
 is the members' own pool calls (cache hits), the model roles that are not agents stay on the
 unperturbed model, a plain LMAD unit in the same job is untouched; the society file is an input of

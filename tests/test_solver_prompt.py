@@ -1,8 +1,8 @@
 """The solver's output line follows the question's answer type, read from the question only."""
 import pathlib
 
-from lmad.prompts import load_prompt
-from lmad.solver import answer_type, solver_request
+from lmad.prompts import answer_type, load_prompt
+from lmad.solver import solver_request
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 

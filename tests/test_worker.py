@@ -16,6 +16,7 @@ import pytest
 
 from conftest import REPO, make_config, snakemake
 from lmad import worker
+from lmad.processes import alive
 
 TESTS = Path(__file__).parent
 CLIENT = r"""
@@ -77,7 +78,7 @@ def test_a_killed_job_takes_its_child_with_it(tmp_path, warm):
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)  # what Snakemake's cancel amounts to for the script
     proc.communicate()
-    while _alive(children[0]):
+    while alive(children[0]):
         assert time.monotonic() < deadline, "the child outlived its script"
         time.sleep(0.05)
     assert not (tmp_path / "out.json").exists()
@@ -109,7 +110,7 @@ def test_stop_ends_the_worker_and_a_worker_whose_snakemake_died_ends_itself(tmp_
     code = "import sys; from lmad import worker; print(worker._SERVER['proc'].pid if worker.start() else '')"
     pid = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     deadline = time.monotonic() + 10
-    while _alive(pid):
+    while alive(pid):
         assert time.monotonic() < deadline, "the worker outlived its Snakemake"
         time.sleep(0.1)
 
@@ -139,13 +140,3 @@ def _children(pid):
         if int(fields[1]) == pid and fields[0] != "Z":
             found.append(int(stat.parent.name))
     return found
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is gone for our purpose
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"

@@ -137,7 +137,7 @@ def _unwrap_boxed(s: str) -> str:
 
 
 # answers.py's markers ("Answer:", "**Final Answer:**", "the answer is", possessives excluded)
-_ANSWER_MARKERS = (_answers._MARKER_COLON, _answers._MARKER_IS)
+_ANSWER_MARKERS = (_answers.MARKER_COLON, _answers.MARKER_IS)
 _BOLD = r"(?:\*\*|__)"
 _POSSESSIVE = r"(?<![\w'’])(?<!'s\s)(?<!’s\s)(?<!s'\s)(?<!s’\s)"
 # multiple choice adds "option"/"choice": "Correct option: B", "the best choice is (C)"
@@ -281,7 +281,7 @@ _HASH_LINE = re.compile(r"^[ \t]*####[ \t]*(.*)$", re.MULTILINE)
 
 
 def _text_answer(s: str) -> str:
-    return " ".join(_answers._clean(_TEXT_WRAP.sub(r"\1", s)).split())
+    return " ".join(_answers.clean_segment(_TEXT_WRAP.sub(r"\1", s)).split())
 
 
 def _extract_numeric(text: str) -> tuple[str, str]:
@@ -387,7 +387,7 @@ def _extract_math(text: str) -> tuple[str, str]:
         if span is None:
             first = _line_after(text, mk.end())
             span = _MATH_SPANS.search(first)
-            candidate = _math_span(span) if span else _answers._split_first_sentence(first.strip(_SEG_STRIP))
+            candidate = _math_span(span) if span else _answers.first_sentence(first.strip(_SEG_STRIP))
         else:
             candidate = _math_span(span)
         if _canonical_math(candidate):
@@ -505,7 +505,7 @@ def _parse_choice(seg: str, letters: str, options: tuple[str, ...]) -> tuple[str
     if whole and whole.group("x").upper() in letters:
         return whole.group("x").upper(), "letter"
     if options:
-        first = _answers._split_first_sentence(seg.strip(_SEG_STRIP))
+        first = _answers.first_sentence(seg.strip(_SEG_STRIP))
         for cand in (seg, first):
             norm = normalize_hotpot(cand.strip(_SEG_STRIP))
             hits = {_LETTERS[i] for i, o in enumerate(options) if norm and normalize_hotpot(o) == norm}
@@ -523,7 +523,7 @@ def _parse_choice(seg: str, letters: str, options: tuple[str, ...]) -> tuple[str
             found.add(nxt[0])
             pos = nxt[1]
         return (found.pop(), "letter") if len(found) == 1 else ("", "ambiguous")
-    sentence = _answers._split_first_sentence(seg.strip(_SEG_STRIP))
+    sentence = _answers.first_sentence(seg.strip(_SEG_STRIP))
     inline = set()
     for m in _INLINE_LETTER.finditer(sentence):
         x = m.group("x")
@@ -571,7 +571,7 @@ def _letter_lead(line: str, letters: str, options: tuple[str, ...]) -> tuple[str
     letter = m and (m.group("p") or m.group("l"))
     if not letter or letter not in letters:
         return None
-    rest = normalize_hotpot(_answers._split_first_sentence(m.group("rest").strip(_SEG_STRIP)).strip(_SEG_STRIP))
+    rest = normalize_hotpot(_answers.first_sentence(m.group("rest").strip(_SEG_STRIP)).strip(_SEG_STRIP))
     named = {_LETTERS[i] for i, o in enumerate(options) if rest and normalize_hotpot(o) == rest}
     if named and named != {letter}:
         return "", "ambiguous"

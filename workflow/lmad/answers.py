@@ -23,7 +23,11 @@ from typing import Callable, Sequence
 
 __all__ = [
     "MAX_ANSWER_WORDS",
+    "MARKER_COLON",
+    "MARKER_IS",
     "extract_answer",
+    "clean_segment",
+    "first_sentence",
     "strip_think",
     "normalize_hotpot",
     "canonical_yes_no",
@@ -52,14 +56,14 @@ _BOLD = r"(?:\*\*|__)"
 # "Short answer -" is *not* accepted: a colon (ASCII or full width) is required.
 # Possessives ("Agent 2's answer:") are excluded because debate transcripts
 # quote other agents' answers.
-_MARKER_COLON = re.compile(
+MARKER_COLON = re.compile(
     rf"(?<![\w'’])(?<!'s\s)(?<!’s\s)(?<!s'\s)(?<!s’\s)"
     rf"(?:(?:final|short|correct)\s+)?answer\s*{_BOLD}?\s*[:：]",
     re.IGNORECASE,
 )
 # "The answer is X", "the final answer is: X", "My answer is X",
 # "the answer to the question is X", "the answer would be X".
-_MARKER_IS = re.compile(
+MARKER_IS = re.compile(
     r"\b(?:the|my|our)\s+(?:(?:final|correct|short)\s+)?answer"
     r"(?:\s+to\s+(?:the|this)\s+question)?\s*"
     rf"{_BOLD}?\s*(?:is|would\s+be|remains)\b\s*{_BOLD}?\s*:?",
@@ -78,7 +82,7 @@ _SENT_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+")
 _CLAUSE_END = re.compile(r"\s*(?:[,;:]|\s[–—-]\s)\s*")
 
 
-def _split_first_sentence(text: str) -> str:
+def first_sentence(text: str) -> str:
     """Return the first sentence of ``text``.
 
     A sentence ends at ``.``, ``!`` or ``?`` followed by whitespace, unless the
@@ -100,7 +104,7 @@ def _split_sentences(text: str) -> list[str]:
     out: list[str] = []
     rest = text
     while rest:
-        first = _split_first_sentence(rest)
+        first = first_sentence(rest)
         out.append(first)
         rest = rest[len(first):]
         rest = re.sub(r"^[.!?]+[\"'”’)\]]*\s*", "", rest)
@@ -115,7 +119,7 @@ def _strip_markup(text: str) -> str:
     return text.strip(_STRIP_CHARS)
 
 
-def _clean(segment: str) -> str:
+def clean_segment(segment: str) -> str:
     """Strip markup and cut the segment to a short answer.
 
     1. Remove ``\\boxed{}``, markdown bold/italics/code, a leading heading,
@@ -129,7 +133,7 @@ def _clean(segment: str) -> str:
     text = " ".join(_strip_markup(segment).split())
     if not text:
         return ""
-    text = _split_first_sentence(text).strip(_STRIP_CHARS)
+    text = first_sentence(text).strip(_STRIP_CHARS)
     if len(text.split()) > MAX_ANSWER_WORDS:
         text = _CLAUSE_END.split(text, maxsplit=1)[0].strip(_STRIP_CHARS)
     words = text.split()
@@ -226,16 +230,16 @@ def _extract(text: str) -> tuple[str, str]:
     if not isinstance(text, str) or not text.strip():
         return "", "empty"
 
-    matches = list(_MARKER_COLON.finditer(text)) + list(_MARKER_IS.finditer(text))
+    matches = list(MARKER_COLON.finditer(text)) + list(MARKER_IS.finditer(text))
     matches.sort(key=lambda m: m.start())
     for m in reversed(matches):
         rest = text[m.end():]
         line, _, after = rest.partition("\n")
-        answer = _clean(line)
+        answer = clean_segment(line)
         if not answer and not line.strip(_STRIP_CHARS):
             for nxt in after.split("\n"):
                 if nxt.strip(_STRIP_CHARS):
-                    answer = _clean(nxt)
+                    answer = clean_segment(nxt)
                     break
         if answer:
             return answer, "answer_line"
@@ -244,7 +248,7 @@ def _extract(text: str) -> tuple[str, str]:
     if lines:
         sentences = [s for s in _split_sentences(" ".join(lines[-1].split())) if _strip_markup(s)]
         if sentences:
-            answer = _clean(sentences[-1])
+            answer = clean_segment(sentences[-1])
             if answer:
                 return answer, "final_sentence"
     return "", "empty"

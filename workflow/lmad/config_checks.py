@@ -36,7 +36,7 @@ def check_method_names(config: dict) -> None:
 
 def serve_by_default(config: dict) -> None:
     """A vLLM model without a ``serve`` setting is served: one engine per model per run, shared
-    by every stage job (lmad.serve), instead of one engine load per job. The exception is a
+    by every stage job (lmad.backends.serve), instead of one engine load per job. The exception is a
     backbone whose next-token log-probabilities the layer-D probe reads, which only the
     embedded engine exposes. Set in place, so every rule and the manifest see the same entry."""
     probed = set(config["backbones"]) if (config.get("disagreement") or {}).get("probe") else set()

@@ -10,7 +10,10 @@ COST_COLUMNS = ("calls", "prompt_tokens", "completion_tokens")
 
 
 def call_columns(c) -> dict:
-    """The cost columns of one call row (``c``: a backend ``Completion``)."""
+    """The cost columns of one call row (``c``: a backend ``Completion``, or None for a call
+    not made: an empty prediction the judge is not asked about)."""
+    if c is None:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "skipped", "cached": False}
     return {"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
             "finish_reason": c.finish_reason, "cached": c.cached}
 

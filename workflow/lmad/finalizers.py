@@ -1,4 +1,4 @@
-"""Finalizers: how a set of agents' answers becomes one answer (When Debate Helps, seed 004).
+"""Finalizers: how a set of agents' answers becomes one answer (When Debate Helps).
 
 A debating method's answer is a readout of its agents' answers. Applied to every saved round
 (R0, R1, …; LMAD: every iteration) of every method, the same finalizer separates what the

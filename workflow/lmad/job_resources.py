@@ -1,4 +1,4 @@
-"""What a model stage's job asks the scheduler for (workflow/profiles/, README "Run on SLURM").
+"""What a model stage's job asks the scheduler for (workflow/profiles/, docs/running.md "GPU sizing").
 
 Scheduling only: none of this reaches the backend, the rule params or a cache key.
 """

@@ -5,8 +5,9 @@ known-correct candidates (the gold answer, its aliases, harmless surface variant
 gold inside a short sentence) and known-incorrect ones (another question's gold of the
 same answer type, the opposite of a yes/no gold, a different entity named in the same
 context). The judge sees each item exactly as it sees a real prediction, so its recall on
-each side tells whether its verdicts mean anything (seed 003's two-sided floor: an
-always-"correct" judge scores 100 % on one side and 0 % on the other, and fails).
+each side tells whether its verdicts mean anything (the layered-disagreement paper's
+two-sided floor: an always-"correct" judge scores 100 % on one side and 0 % on the other, and
+fails).
 """
 from __future__ import annotations
 
@@ -34,10 +35,23 @@ def answer_type(gold: str) -> str:
     return "number" if _NUMBER.match(gold.strip()) else "entity"
 
 
-def _unrelated(candidate: str, golds: Sequence[str]) -> bool:
+def unrelated(candidate: str, golds: Sequence[str]) -> bool:
     """True when the candidate shares no scored token with any gold: surely incorrect."""
     em, f1 = score(candidate, golds, "hotpotqa")
     return em == 0.0 and f1 == 0.0 and bool(normalize_hotpot(candidate))
+
+
+def rival_answer(q: dict, pool: Sequence[str], rng: random.Random) -> str | None:
+    """A known-wrong answer to ``q`` (layer B's rebuttals, the rubric's and the jury's
+    batteries): the opposite of a yes/no gold, else a seeded pick among the ``pool``'s answers
+    and the question's passage titles unrelated to every gold; None when there is none."""
+    gold = q["answer"]
+    if answer_type(gold) == "yes_no":
+        return "no" if normalize_hotpot(gold) == "yes" else "yes"
+    golds = [gold, *q["aliases"]]
+    options = sorted({g for g in pool if unrelated(g, golds)} | {p["title"] for p in q["context"]
+                                                                 if unrelated(p["title"], golds)})
+    return rng.choice(options) if options else None
 
 
 @dataclass(frozen=True)
@@ -72,11 +86,11 @@ def _negatives(q: dict, kinds: set[str], pool: dict[str, list[str]], rng: random
     if "opposite_yes_no" in kinds and kind_of == "yes_no":
         out.append(("opposite_yes_no", "no" if normalize_hotpot(gold) == "yes" else "yes"))
     if "other_gold" in kinds and kind_of != "yes_no":  # for yes/no the opposite is the other gold
-        others = [g for g in pool.get(kind_of, []) if _unrelated(g, golds)]
+        others = [g for g in pool.get(kind_of, []) if unrelated(g, golds)]
         if others:
             out.append(("other_gold", rng.choice(sorted(set(others)))))
     if "near_miss" in kinds and kind_of != "yes_no":
-        titles = [p["title"] for p in q["context"] if _unrelated(p["title"], golds)]
+        titles = [p["title"] for p in q["context"] if unrelated(p["title"], golds)]
         if titles:
             out.append(("near_miss", rng.choice(sorted(set(titles)))))
     return [Item(q["dataset"], q["qid"], k, False, c) for k, c in out]

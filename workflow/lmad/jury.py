@@ -1,11 +1,11 @@
-"""Seed 003's swap-checked pairwise jury on final answers (README "Pairwise jury").
+"""The layered-disagreement paper's swap-checked pairwise jury on final answers (docs/studies.md "Pairwise jury").
 
 Every pair (method A's and method B's final answer to one question) is asked of every juror
 twice, A first and then B first, with a ``choice`` constraint (``1`` / ``2`` / ``tie``). A
 juror's verdict on the pair is kept only when both orders name the same answer; otherwise
 (including an unparsable reply) it is a tie. The jury's verdict is the strict majority of the
-jurors' verdicts, else a tie. Seed 003: without the swap check a jury declared debate the winner
-66 % of the time from reading order alone.
+jurors' verdicts, else a tie. In that paper, without the swap check a jury declared debate the
+winner 66 % of the time from reading order alone.
 
 Two figures say whether the jury can be believed: **swap-consistency** (per juror, the share
 of pairs whose two orders agree, ties included) and **sensitivity**, on an authored battery of
@@ -20,8 +20,7 @@ from collections import Counter, defaultdict
 from typing import Iterable, Mapping, Sequence
 
 from .backends import ChatRequest
-from .disagreement.pushback import _rival
-from .judge_battery import per_dataset_sample
+from .judge_battery import per_dataset_sample, rival_answer
 from .prompts import Prompt, question_fields
 
 CHOICES = ("1", "2", "tie")
@@ -69,7 +68,7 @@ def build_battery(questions: Iterable[dict], per_dataset: int, seed: int) -> lis
     out = []
     for dataset, rng, chosen in per_dataset_sample(questions, per_dataset, seed, "jury\0"):
         for q in chosen:
-            rival = _rival(q, pool, rng)
+            rival = rival_answer(q, pool, rng)
             if rival is not None:
                 out.append({"dataset": dataset, "qid": q["qid"], "a": q["answer"], "b": rival})
     return out

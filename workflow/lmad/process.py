@@ -1,4 +1,4 @@
-"""Seed 001's process metrics (README "Process metrics"): RP / EI / NC rubric scores of every
+"""The process metrics (docs/studies.md "Process metrics"): RP / EI / NC rubric scores of every
 debate reply by the configured judge, and CPL / AME / CMP of every debating method, LMAD included.
 
 **Rubric.** Per reply, the judge returns ``{"rp": n, "ei": n, "nc": n}`` with n an integer
@@ -135,16 +135,15 @@ def _evidence(q: dict) -> tuple[str, str]:
 
 def build_rubric_battery(questions: Iterable[dict], questions_per_dataset: int, seed: int) -> list[RubricItem]:
     """Seeded: at most ``questions_per_dataset`` questions of each dataset with a rival answer
-    (lmad.disagreement.pushback's) and a passage to quote, six items each."""
-    from .disagreement.pushback import _rival
-    from .judge_battery import answer_type, per_dataset_sample
+    (lmad.judge_battery.rival_answer) and a passage to quote, six items each."""
+    from .judge_battery import answer_type, per_dataset_sample, rival_answer
 
     questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
     pool = [q["answer"] for q in questions if answer_type(q["answer"]) != "yes_no"]
     items = []
     for _, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed, "rubric\0"):
         for q in chosen:
-            rival, (title, evidence) = _rival(q, pool, rng), _evidence(q)
+            rival, (title, evidence) = rival_answer(q, pool, rng), _evidence(q)
             if rival is None or not evidence:
                 continue
             fill = {"gold": q["answer"], "rival": rival, "title": title, "evidence": evidence}

@@ -15,6 +15,7 @@ from string import Template
 from typing import Sequence
 
 from .answer_types import ANSWER_LINES, FREE_FORM, answer_instruction
+from .answers import is_yes_no_question
 
 _SECTION = re.compile(r"^### (system|user)\s*$", re.MULTILINE)
 
@@ -128,6 +129,13 @@ def question_text(question: dict) -> str:
     return question["question"] + "\n" + "\n".join(f"({chr(65 + i)}) {c}" for i, c in enumerate(choices))
 
 
+def answer_type(question: dict) -> str:
+    """``yes/no`` for a yes/no question (:func:`lmad.answers.is_yes_no_question`: every
+    StrategyQA question, and questions that open with an auxiliary, "Were Scott Derrickson and
+    Ed Wood of the same nationality?"); ``short`` otherwise. Never read from the gold answer."""
+    return "yes/no" if is_yes_no_question(question["question"], question["benchmark"]) else "short"
+
+
 def question_fields(question: dict, context: Sequence[dict] | None = None) -> dict[str, str]:
     """The fields every template may use about its question: ``passages`` (the numbered
     paragraphs under a heading, or nothing when the question has none), ``context``, the
@@ -135,8 +143,6 @@ def question_fields(question: dict, context: Sequence[dict] | None = None) -> di
     ``evidence_rule``; ``question_kind``, ``evidence``, ``quote_source``) and the answer format
     (``answer_line``, ``answer_form``) of its answer type. ``context`` replaces the question's
     paragraphs (distractors dropped to fit a window)."""
-    from .solver import answer_type  # solver renders through this module
-
     context = question["context"] if context is None else context
     kind = question.get("answer_type") or "span"
     family = "passages" if context or kind in FREE_FORM else kind

@@ -18,6 +18,7 @@ checks in ``commit_guard.REQUIRED``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from difflib import get_close_matches
 
 from .protocols.debate.methods import PROTOCOLS
 from .protocols.debate.spec import Protocol
@@ -113,7 +114,21 @@ def method(name: str) -> Method:
     if selector is not None and base not in PROTOCOLS and base not in _LMAD:
         raise ValueError(f"method {name!r}: only a debating method at the neutral tone ({', '.join(PROTOCOLS)}) "
                          f"or an LMAD policy ({', '.join(_LMAD)}) can run with a society; {base!r} is not one")
-    raise ValueError(f"unknown method {name!r}; known: {sorted(METHODS)}")
+    raise ValueError(_unknown(name, base))
+
+
+def _unknown(name: str, base: str) -> str:
+    """Why ``name`` is no method, by its parts: ``<method>[@tone][+society]``."""
+    plain, _, tone = base.partition("@")
+    bases = [m for m in METHODS if "@" not in m and "+" not in m]
+    if plain in bases and tone:
+        toned_ok = sorted({m.split("@")[0] for m in METHODS if "@" in m and "+" not in m})
+        return (f"method {name!r}: unknown tone {tone!r} (tones: {', '.join(TONES[1:])}, "
+                f"on {', '.join(toned_ok)})")
+    close = get_close_matches(plain, bases, n=1, cutoff=0.5)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"unknown method {name!r}{hint}. Methods are <base>[@tone][+society]; bases: {', '.join(bases)}; "
+            f"tones: {', '.join(TONES[1:])}; societies: {', '.join(s.replace('_', '-') for s in SELECTORS)}")
 
 
 def names(family: str, among=None) -> list[str]:

@@ -10,7 +10,7 @@ Snakemake takes its locks — and removes it when it exits. On the next run, loc
 whose every owner record names a process on this host that no longer runs are stale and
 are removed; a live owner, an owner on another host, or locks with no owner record at all
 (a run of another tool) are left alone, and Snakemake's own ``LockException`` stands
-(README "Resume after a kill": ``snakemake --unlock``).
+(docs/running.md "Resume after a kill": ``snakemake --unlock``).
 """
 from __future__ import annotations
 
@@ -23,29 +23,11 @@ import socket
 import sys
 from pathlib import Path
 
+from .processes import alive, start_time
+
 log = logging.getLogger(__name__)
 
 _LOCK_FILE = re.compile(r"^\d+\.(input|output)\.lock$")
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux), None where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # field 22; the command name (field 2) may hold spaces and parentheses
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _alive(pid: int, started: str | None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        pass
-    return started is None or _start_time(pid) in (None, started)
 
 
 def clear_stale_locks(snakemake_dir: str | os.PathLike = ".snakemake", register: bool = True) -> list[str]:
@@ -66,7 +48,7 @@ def clear_stale_locks(snakemake_dir: str | os.PathLike = ".snakemake", register:
             foreign.append(record)
         elif pid == os.getpid():
             continue
-        elif _alive(pid, started):
+        elif alive(pid, started):
             live.append(record)
         else:
             dead.append(record)
@@ -85,7 +67,7 @@ def clear_stale_locks(snakemake_dir: str | os.PathLike = ".snakemake", register:
         owners.mkdir(parents=True, exist_ok=True)
         mine = owners / f"{host}-{os.getpid()}"
         tmp = owners / f".{mine.name}.tmp"
-        tmp.write_text(json.dumps({"pid": os.getpid(), "host": host, "started": _start_time(os.getpid())}))
+        tmp.write_text(json.dumps({"pid": os.getpid(), "host": host, "started": start_time(os.getpid())}))
         os.replace(tmp, mine)
         atexit.register(lambda: mine.unlink(missing_ok=True))
     return removed

@@ -196,7 +196,7 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("member_acc", _f64), ("ac_coverage", _int), ("sc_coverage", _int), ("calls_per_q", _f64),
         ("completion_tokens_per_q", _f64),
     ]), ["selector", "split"]),
-    # ---- disagreement layers (lmad.disagreement; README "Disagreement layers") ----
+    # ---- disagreement layers (lmad.disagreement; docs/studies.md "Disagreement layers") ----
     # layer B's authored battery item judged: kind rebuttal | endorsement, expected stance, the judge's
     # parsed stance / move ("" when the reply did not parse; parse_error says why)
     "pushback_battery": (pl.Schema([
@@ -217,7 +217,7 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("parent", _str), ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str), ("raw", _str),
         ("parse_error", _str), *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
-    # seed 001's rubric scores (1-10, null when the reply did not parse) of one debate reply (lmad.process)
+    # the process metrics' rubric scores (1-10, null when the reply did not parse) of one debate reply (lmad.process)
     "process_scores": (pl.Schema([
         ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
         ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str), ("parse_error", _str),

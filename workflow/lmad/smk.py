@@ -1,27 +1,28 @@
 """The one bridge between a Snakemake rule and a library function.
 
 A rule's script is two lines: it hands the dotted name of a stage function to
-``run_rule``, which sends the stage's logging to the rule's ``log:`` file and calls the
-function with the rule's named inputs, outputs and params as keyword arguments, plus a
-``provenance`` dict for the Parquet metadata; in a child of the warm worker
+``run_rule``, which builds the job (lmad.job: the function with the rule's named inputs,
+outputs and params as keyword arguments, plus a ``provenance`` dict for the Parquet metadata)
+and runs it, its logging sent to the rule's ``log:`` file; in a child of the warm worker
 (lmad.worker) when a local run has one, else in the script's own process.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
-import importlib
 import json
-import logging
-import resource
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from .job import Job, execute
+from .job_resources import SERVER_PLACEMENT
+from .worker import run_in_worker
 
 
 # Inputs that only order jobs (the stage reads them through its model spec).
 DEPENDENCY_ONLY = {"weights"}
+# Params that only trigger reruns (lmad.smk.code_hash); no stage function receives them.
+RERUN_ONLY = {"code"}
 
 
 def _jsonable(value: Any) -> Any:
@@ -46,78 +47,10 @@ def provenance(rule: str, wildcards: dict, params: dict, prompt_files: list[str]
     }
 
 
-def stats_path(log_file: str | Path) -> Path:
-    """Where a job's run statistics sit: beside its log (``judge.log`` -> ``judge.stats.json``)."""
-    return Path(log_file).with_suffix(".stats.json")
-
-
-def _finish_backends(log_file: str | None) -> None:
-    """Close the call stores the job opened (lmad.backends.close_stores), then write its run
-    statistics beside its log."""
-    backends = sys.modules.get("lmad.backends")  # a job that never imported it called no model
-    if backends is None or not backends.OPENED:
-        return
-    try:
-        backends.close_stores()
-    finally:
-        if log_file:
-            _write_stats(log_file)
-
-
-def _write_stats(log_file: str) -> None:
-    """The job's calls, cache hits and model loads as JSON (read by the manifest), written
-    from the backends' counters, not from log text: vLLM replaces the logging setup of the
-    process it starts in, so a job's last log lines may never reach its log."""
-    backends = sys.modules.get("lmad.backends")  # a job that never imported it called no model
-    if backends is None or not backends.OPENED:
-        return
-    path = stats_path(log_file)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(backends.run_stats(), sort_keys=True))
-    tmp.replace(path)
-
-
-def _profiled(fn: Callable[..., None], log_file: str | None) -> Callable[..., None]:
-    """``fn``, under cProfile when ``LMAD_PROFILE`` is set (a developer's switch for the
-    scale benchmark): the stats go beside the job's log as ``<log>.prof``."""
-    import os
-
-    if not os.environ.get("LMAD_PROFILE") or not log_file:
-        return fn
-
-    def run(**kwargs):
-        import cProfile
-
-        profile = cProfile.Profile()
-        try:
-            profile.runcall(fn, **kwargs)
-        finally:
-            profile.dump_stats(str(Path(log_file).with_suffix(".prof")))
-    return run
-
-
-@dataclass(frozen=True)
-class Job:
-    """What a stage job runs, in a form the warm worker's child can be handed (pickled)."""
-    rule: str
-    log: str | None
-    stage: str | Callable[..., None]  # "module:function", or the function itself
-    kwargs: dict[str, Any]
-
-
-def stage_function(stage: str | Callable[..., None]) -> Callable[..., None]:
-    if callable(stage):
-        return stage
-    module, _, name = stage.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def served_placement(params: dict, resources: dict) -> dict:
     """The model-spec params of a served model, with the job's own partition and account (the
     profile's default-resources) filled into its server's sizing where the model sets none.
     Resources, not params: a scheduler setting must not make a finished job look outdated."""
-    from lmad.job_resources import SERVER_PLACEMENT
-
     out = {}
     for key, value in params.items():
         if isinstance(value, dict) and value.get("serve") and isinstance(value.get("server_resources"), dict):
@@ -132,6 +65,7 @@ def run_rule(smk, stage: str | Callable[..., None]) -> None:
     (lmad.worker) never imports the stage itself; it runs here when no worker takes it."""
     inputs, outputs, params = _named(smk.input), _named(smk.output), _named(smk.params)
     inputs = {k: v for k, v in inputs.items() if k not in DEPENDENCY_ONLY}
+    params = {k: v for k, v in params.items() if k not in RERUN_ONLY}
     clash = (set(inputs) & set(outputs)) | (set(inputs) & set(params)) | (set(outputs) & set(params))
     if clash:
         raise ValueError(f"rule {smk.rule}: names used twice among input/output/params: {sorted(clash)}")
@@ -142,8 +76,6 @@ def run_rule(smk, stage: str | Callable[..., None]) -> None:
     job = Job(smk.rule, smk.log[0] if smk.log else None, stage, kwargs)
     status = None
     if isinstance(stage, str):
-        from lmad.worker import run_in_worker
-
         status = run_in_worker(job)
     if status is None:
         execute(job)
@@ -151,36 +83,68 @@ def run_rule(smk, stage: str | Callable[..., None]) -> None:
         raise SystemExit(status)
 
 
-def execute(job: Job, forked: bool = False) -> None:
-    """A job's stage, logging to its log file, with its run statistics beside it; ``forked``:
-    in a child of the warm worker (whose CPU is the child's own, imports not included)."""
-    if job.log:
-        stats_path(job.log).unlink(missing_ok=True)  # a rerun that calls no model leaves none
-    logging.basicConfig(filename=job.log, filemode="w", level=logging.INFO, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    start = time.time()
-    try:
-        _profiled(stage_function(job.stage), job.log)(**job.kwargs)
-    except Exception:
-        logging.exception("rule %s failed", job.rule)
-        raise
-    finally:
-        cpu = resource.getrusage(resource.RUSAGE_SELF)  # the whole process: imports included
-        logging.info("rule %s took %.1f s (process CPU %.2f s%s)", job.rule, time.time() - start,
-                     cpu.ru_utime + cpu.ru_stime, ", forked from the warm worker" if forked else "")
-        _finish_backends(job.log)
-        logging.shutdown()
-
-
 def code_hash(*functions: str) -> str:
-    """Short hash of the source of the functions (dotted names) that make one artifact. As a
-    rule param it reruns that rule alone when its code changes (params are a rerun trigger;
-    the 2-line script is the same for every paper rule)."""
-    import importlib
-    import inspect
-
+    """Short hash of the code that makes one artifact: the modules of the functions (dotted
+    names) and every lmad module those import, at any depth. As a rule param it reruns the rule
+    when the library code it runs changes (params are a rerun trigger; the rule's two-line
+    script never changes): a shared module (answer_types, stats) reruns every rule that uses it."""
+    modules = {name.rpartition(".")[0] for name in functions}
     digest = hashlib.sha256()
-    for name in functions:
-        where, _, attr = name.rpartition(".")
-        digest.update(inspect.getsource(getattr(importlib.import_module(where), attr)).encode())
+    for module in sorted(modules.union(*(_imported(m) for m in modules))):
+        digest.update(f"\0{module}\0".encode() + _module_source(module))
     return digest.hexdigest()[:16]
+
+
+_ROOT = Path(__file__).resolve().parent  # the lmad package
+
+
+def _module_file(module: str) -> Path | None:
+    """The source file of an lmad module (None for a name that is no module, e.g. a function)."""
+    top, *parts = module.split(".")
+    if top != "lmad":
+        return None
+    if not parts:
+        return _ROOT / "__init__.py"
+    rel = Path(*parts)
+    return next((p for p in (_ROOT / rel.with_suffix(".py"), _ROOT / rel / "__init__.py") if p.is_file()), None)
+
+
+@functools.lru_cache(maxsize=None)
+def _module_source(module: str) -> bytes:
+    path = _module_file(module)
+    return path.read_bytes() if path else b""
+
+
+@functools.lru_cache(maxsize=None)
+def _imported(module: str) -> frozenset[str]:
+    """Every lmad module ``module`` imports, at any depth (module- and function-level imports)."""
+    import ast
+
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        source = _module_source(current)
+        if not source:
+            continue
+        package = current if _is_package(current) else current.rpartition(".")[0]
+        for node in ast.walk(ast.parse(source)):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            for t in targets:
+                if t.split(".")[0] == "lmad" and t not in seen and _module_source(t):
+                    seen.add(t)
+                    todo.append(t)
+    return frozenset(seen)
+
+
+def _is_package(module: str) -> bool:
+    path = _module_file(module)
+    return bool(path and path.name == "__init__.py")

@@ -1,4 +1,4 @@
-"""Coverage-selected societies (When Debate Helps, seed 004 §4): which K agents of a pool to debate with.
+"""Coverage-selected societies (When Debate Helps §4): which K agents of a pool to debate with.
 
 **Pool.** An agent is (temperature, persona, prompt variant) and, for "neural thicket" agents,
 a seeded weight perturbation (``backends/perturb.py``; transformers backend, or the test double).

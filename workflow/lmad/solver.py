@@ -22,13 +22,6 @@ def derive_seed(base: int, *parts) -> int:
     return int(hashlib.sha256(blob).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
-def answer_type(question: dict) -> str:
-    """``yes/no`` for a yes/no question (:func:`lmad.answers.is_yes_no_question`: every
-    StrategyQA question, and questions that open with an auxiliary, "Were Scott Derrickson and
-    Ed Wood of the same nationality?"); ``short`` otherwise. Never read from the gold answer."""
-    return "yes/no" if job_yes_no(question) else "short"
-
-
 def solver_request(prompt: Prompt, question: dict, temperature: float, seed: int, max_tokens: int,
                    committed: Sequence[str] = ()) -> ChatRequest:
     def build(context: Sequence[dict], fallbacks=()) -> ChatRequest:

@@ -1,4 +1,4 @@
-"""Debate tone (seed 003): the manipulation of the disagreement layers.
+"""Debate tone (the layered-disagreement paper): the manipulation of the disagreement layers.
 
 A tone is part of a debating method's identity: ``mad`` is MAD at the ``neutral`` tone (the
 pipeline's debates as they always were), ``mad@friendly`` and ``mad@hostile`` are MAD with a

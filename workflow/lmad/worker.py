@@ -64,7 +64,7 @@ def loads_a_model(value: Any) -> bool:
 
 
 def run_in_worker(job: Any) -> int | None:
-    """Run ``job`` (an ``lmad.smk.Job``, pickled) in a child of the warm worker; its exit
+    """Run ``job`` (an ``lmad.job.Job``, pickled) in a child of the warm worker; its exit
     status, or None when no worker takes it (then the caller runs it itself)."""
     path = os.environ.get(ENV)
     if not path or os.environ.get(SWITCH) == "0" or loads_a_model(job.kwargs):
@@ -198,7 +198,7 @@ def _child(conn: socket.socket) -> None:
         os.environ.clear()
         os.environ.update(env)
         threading.Thread(target=_die_with_client, args=(conn, finished), daemon=True).start()
-        from lmad.smk import execute
+        from lmad.job import execute
 
         execute(job, forked=True)
         status = 0

@@ -13,7 +13,7 @@ __all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_ide
            "run_stats"]
 
 
-# settings of workflow-managed serving (lmad.serve), not of the offline vLLM engine
+# settings of workflow-managed serving (lmad.backends.serve), not of the offline vLLM engine
 SERVE_KEYS = ("serve", "serve_timeout_s", "server_resources", "max_concurrency")
 
 
@@ -21,7 +21,7 @@ def make_backend(spec: dict[str, Any]) -> Backend:
     """Build the backend a model spec names. ``spec`` is a resolved entry of config ``models``."""
     kind = spec["backend"]
     if kind == "vllm" and spec.get("serve"):  # one server per run, the stage jobs as its clients
-        from ..serve import served_backend
+        from .serve import served_backend
 
         return served_backend(spec, weights_identity(spec))
     kwargs = {k: v for k, v in spec.items() if k not in ("backend", "gguf", "cache_chunk", "resources")}
@@ -55,7 +55,7 @@ def make_backend(spec: dict[str, Any]) -> Backend:
 CHUNK_BY_BACKEND = {"transformers": 16, "vllm": 4096, "openai": 512, "scripted": 16}
 
 
-# Every cached backend this process opened: a job's run statistics (lmad.smk.run_rule).
+# Every cached backend this process opened: a job's run statistics (lmad.job.execute).
 OPENED: list[CachedBackend] = []
 
 

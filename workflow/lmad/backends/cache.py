@@ -627,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m lmad.backends.cache",
-                                     description="maintenance of the call store (README \"Call cache\")")
+                                     description="maintenance of the call store (docs/backends.md \"Call cache\")")
     sub = parser.add_subparsers(dest="command", required=True)
     m = sub.add_parser("migrate", help="import an old one-file-per-call cache_dir into segments")
     m.add_argument("cache_dir")

@@ -1,4 +1,4 @@
-"""Seeded weight perturbation ("neural thicket" agents, seed 004): a model whose every weight
+"""Seeded weight perturbation ("neural thicket" agents, When Debate Helps): a model whose every weight
 gets independent Gaussian noise, w ← w + scale · N(0, 1), drawn from one ``torch.Generator``
 seeded by ``seed`` over the parameters in name order — the same (seed, scale) gives the same
 weights on every machine and run. The perturbation is part of the model's identity (cache keys),

@@ -1,7 +1,9 @@
-"""Seed 003's disagreement layers on the pipeline's debates (README "Disagreement layers").
+"""The disagreement layers (the layered-disagreement paper) on the pipeline's debates (docs/studies.md
+"Disagreement layers"). Their labels and strict parsers sit below the protocols, since the debate
+engine asks layer A in its rounds: ``lmad.disagreement_labels``.
 
-``labels``  the structured labels and their strict parsers (layer A self-report, layer B
-            pushback judge), shared by the engine, the judge stage and the tables;
+``local``    LMAD's local-debate turns rebuilt from its stage tables (layers A and B on LMAD);
 ``pushback`` layer B: the blind judge's request and its authored known-answer battery;
-``tables``  the per method x tone x round table (results/paper/disagreement.{csv,md}).
+``probe``    layer D: the stance in a debater's own next-token distribution;
+``tables``   the per method x tone x round table (results/paper/disagreement.{csv,md}).
 """

@@ -1,4 +1,4 @@
-"""Layer D of seed 003: the stance in a debater's own next-token distribution.
+"""Layer D of the disagreement layers: the stance in a debater's own next-token distribution.
 
 For a debater ``a`` whose round-0 answer is X (the run's shared proposals) and a peer ``b``
 whose round-0 answer differs, three probe requests end in the same fixed proposition, "The

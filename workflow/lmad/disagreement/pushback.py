@@ -11,25 +11,23 @@ sequential turns (dMAD) an agent who already spoke in round t is shown by its ro
 whose stance is known without a model: two rebuttals (the reply rejects the parent's answer
 for another one) and two endorsements (the reply accepts the parent's answer) per question,
 each under a parent that states an answer. The judge passes only if its recall on rebuttals
-(stance ``disagree``) AND on endorsements (stance ``agree``) each reach the floor (seed 003:
-80 %), so an always-agree or always-disagree judge fails. The recall arithmetic is the run
+(stance ``disagree``) AND on endorsements (stance ``agree``) each reach the floor (the
+layered-disagreement paper: 80 %), so an always-agree or always-disagree judge fails. The recall arithmetic is the run
 judge's (``lmad.judge_battery.summarize``: endorsement = known-correct side, rebuttal =
 known-incorrect side, an unparsable reply a miss on both).
 """
 from __future__ import annotations
 
 import math
-import random
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from ..answers import normalize_hotpot
 from ..backends import ChatRequest
-from ..judge_battery import _unrelated, answer_type, per_dataset_sample, summarize
+from ..disagreement_labels import PUSHBACK_SCHEMA
+from ..judge_battery import answer_type, per_dataset_sample, rival_answer, summarize
 from ..prompts import Prompt
 from ..protocols.debate.spec import Protocol, Turn
-from .labels import PUSHBACK_SCHEMA
 
 REBUTTALS = ("I disagree. The answer is not {gold}: the passages point to {rival} instead, and nothing in them "
              "supports {gold}.\nAnswer: {rival}",
@@ -97,16 +95,6 @@ class BatteryItem:
         return EXPECTED[self.kind]
 
 
-def _rival(q: dict, pool: Sequence[str], rng: random.Random) -> str | None:
-    gold = q["answer"]
-    if answer_type(gold) == "yes_no":
-        return "no" if normalize_hotpot(gold) == "yes" else "yes"
-    golds = [gold, *q["aliases"]]
-    options = sorted({g for g in pool if _unrelated(g, golds)} | {p["title"] for p in q["context"]
-                                                                  if _unrelated(p["title"], golds)})
-    return rng.choice(options) if options else None
-
-
 def build_battery(questions: Iterable[dict], questions_per_dataset: int, seed: int) -> list[BatteryItem]:
     """Seeded: at most ``questions_per_dataset`` questions of each dataset, 2 rebuttals and 2
     endorsements each (a question with no rival answer gets none)."""
@@ -115,7 +103,7 @@ def build_battery(questions: Iterable[dict], questions_per_dataset: int, seed: i
     items = []
     for dataset, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed, "pushback\0"):
         for q in chosen:
-            rival = _rival(q, pool, rng)
+            rival = rival_answer(q, pool, rng)
             if rival is None:
                 continue
             fill = {"gold": q["answer"], "rival": rival}

@@ -21,11 +21,12 @@ import math
 from collections import defaultdict
 from typing import Iterable, Mapping
 
+from ..disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, STANCE_OF_AGREEMENT
 from ..display import markdown
 from ..judge_battery import cohen_kappa
+from ..plotting import pyplot, save
 from ..registry import method as registered_method
 from ..stats import wilson_interval
-from .labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, STANCE_OF_AGREEMENT
 
 COLUMNS = ["backbone", "method", "base", "tone", "round", "turns", "a_labelled", "a_unlabelled", "a_full",
            "a_full_lo", "a_full_hi", "a_changed", "b_status", "b_labelled", "b_unlabelled", "b_agree", "b_agree_lo",
@@ -146,11 +147,9 @@ def figure(rows: list[dict], png: str) -> None:
     """Layer A vs layer B by tone: per backbone x base method, the full-agreement share (A) and
     the agree share of the blind judge (B, only when it PASSED), pooled over rounds t >= 1 as
     rows weighted by their labelled counts, with Wilson 95 % intervals."""
-    from ..atomic import save_figure
-    from ..paper.figures import _plt
     from ..tones import TONES
 
-    plt = _plt()
+    plt = pyplot()
     panels = sorted({(r["backbone"], r["base"]) for r in rows})
     fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(3.2 * max(len(panels), 1), 2.8), squeeze=False)
     for ax, (backbone, base) in zip(axes[0], panels):
@@ -178,5 +177,4 @@ def figure(rows: list[dict], png: str) -> None:
     if not panels:
         axes[0][0].text(0.5, 0.5, "no debate turn", ha="center")
     fig.tight_layout()
-    save_figure(fig, png, dpi=150)
-    plt.close(fig)
+    save(fig, png, deterministic=False)

@@ -8,27 +8,11 @@ import numpy as np
 import polars as pl
 
 from .. import layout
-from ..atomic import save_figure
 from ..answer_types import as_gold, gold_correct, majority_vote
+from ..plotting import pyplot, save
 from ..stats import wilson_interval
 from . import label
 from .dynamics import correctness_by_round, dynamics
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"svg.hashsalt": "lmad", "pdf.compression": 6, "font.size": 8})
-    return plt
-
-
-def save(fig, png: str, pdf: str, title: str) -> None:
-    save_figure(fig, png, dpi=150, metadata={"Title": title, "Software": None})
-    save_figure(fig, pdf, metadata={"Title": title, "Creator": None, "Producer": None, "CreationDate": None})
-    _plt().close(fig)
 
 
 def accuracy_bar(k: float, n: int) -> tuple[float, float, float]:
@@ -46,7 +30,7 @@ def accuracy_bar(k: float, n: int) -> tuple[float, float, float]:
 def accuracy(judged: pl.DataFrame, png: str, pdf: str, backbones, datasets, methods, head) -> None:
     """The headline metric (``judged["score"]``, ``head``: lmad.headline.Headline) per method and
     dataset, one panel per backbone; Wilson 95% CIs for 0/1 metrics (judge accuracy, EM), none for F1."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(len(backbones), 1, figsize=(2.6 + 1.4 * len(datasets), 2.6 * len(backbones)),
                              squeeze=False)
     width = 0.8 / max(len(methods), 1)
@@ -86,7 +70,7 @@ def pareto(judged: pl.DataFrame, preds: pl.DataFrame, png: str, pdf: str, backbo
            head) -> None:
     """Macro-averaged headline metric (``judged["score"]``) vs generated tokens per question; the
     Pareto front is drawn."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(backbones), figsize=(4 * len(backbones), 3.2), squeeze=False)
     for ax, b in zip(axes[0], backbones):
         pts = []
@@ -136,7 +120,7 @@ def group_rounds(paths: list[str]) -> dict[tuple[str, str, str], list[str]]:
 
 def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None:
     """Round-wise accuracy of every debate method, macro-averaged over datasets."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(backbones), figsize=(4 * len(backbones), 3.2), squeeze=False)
     curves: dict[tuple[str, str], list[list[dict]]] = {}
     for (b, d, m), ps in group_rounds(paths).items():
@@ -198,7 +182,7 @@ def lmad_trace(trace: pl.DataFrame, judged: pl.DataFrame, golds: dict, png: str,
     """Figures 2–3 style: per selected question and its first debated iteration, each agent's chain
     (committed state green, localized segment orange with the witness last, untouched grey), the
     conflict, the debate positions and the repair with the guard's verdict."""
-    plt = _plt()
+    plt = pyplot()
     picked = select_trace_questions(trace, judged, golds, k)
     if not picked:
         fig, ax = plt.subplots(figsize=(4, 1))

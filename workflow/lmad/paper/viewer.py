@@ -65,7 +65,7 @@ def turn_labels(steps: list[str] = (), lmad_reports: list[str] = (), labels: lis
     B's judge passed (empty when layer B is off). A FAILED judge's labels are left out, as in
     the disagreement table. ``steps``: debate rounds' ``debate_steps``; ``lmad_reports``:
     ``lmad_self_reports``; ``labels``: ``pushback_labels``; ``validation``: its validation."""
-    from ..disagreement.labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP
+    from ..disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP
     from ..disagreement.pushback import validation_line
 
     field = {SELF_REPORT_STEP: "A", PERSIST_REMOVED: "C removed", PERSIST_KEPT: "C kept"}

@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..atomic import save_figure, write_csv, write_text
+from ..atomic import write_csv, write_text
 from ..display import fmt, markdown, pct
 from ..headline import headline, score_expr, score_vectors
 from ..judge_battery import cohen_kappa
+from ..plotting import pyplot, save
 from ..schemas import read_table, write_table
 from ..societies import held_out_note
 from ..stats import macro_average, mean_sd, paired_bootstrap_diff
@@ -194,11 +195,7 @@ def _mean_sd_text(row: dict, n_seeds: int) -> str:
 
 def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: list[str], datasets: list[str],
                   metric: str, provenance: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot(paper_style=False)
     summary = read_table("accuracy", accuracy)
     head = headline(metric, read_table("judge_validation", validation).row(0, named=True))
     column = head.accuracy_column
@@ -215,7 +212,4 @@ def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: l
     ax.set_title(f"{summary['backbone'][0] if len(summary) else ''}: {head.label} ({judge_note})", fontsize="small")
     ax.legend(ncols=min(len(methods), 4), fontsize="small")
     fig.tight_layout()
-    meta = {"Title": head.label, "Subject": str(provenance)}
-    save_figure(fig, png, dpi=150, metadata={"Title": meta["Title"]})
-    save_figure(fig, pdf, metadata=meta)
-    plt.close(fig)
+    save(fig, png, pdf, head.label, deterministic=False, subject=str(provenance))

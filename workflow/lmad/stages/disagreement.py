@@ -1,4 +1,4 @@
-"""Rules of rules/disagreement.smk (README "Disagreement layers"): layer B's validation on its
+"""Rules of rules/disagreement.smk (docs/studies.md "Disagreement layers"): layer B's validation on its
 authored battery, layer B's labels of every debate reply (one batch per backbone), and the
 disagreement table (layers A and B per method x tone x round). Layer A is asked inside the
 debate rounds (``engine.self_reports``) and read here from their ``debate_steps`` tables."""
@@ -13,28 +13,30 @@ import polars as pl
 from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
-from ..disagreement.labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
+from ..backends.batch import generate_by_backend
+from ..cost import call_columns
+from ..disagreement_labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
                                    parse_pushback, parse_self_report, self_report_request)
 from ..disagreement.local import local_turns
 from ..disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate, validation_line
 from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
 from ..prompts import load_prompt
-from ..protocols.debate.engine import generate_by_backend
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import derive_seed
 from ..societies import member_prompt
 from ..tones import tone_role
-from .judge import _call, battery_replies
+from .judge import KnownAnswerBattery, validate_judge
 from .society_agents import JobWeights, SocietyFile
 
 log = logging.getLogger(__name__)
 
 
-def _judged(reply) -> dict:
+def _stance(reply) -> dict:
+    """Layer B's label of one reply, parsed strictly (empty when it did not parse)."""
     label, error = parse_pushback(reply.text)
     return {"stance": label["stance"] if label else "", "move": label["move"] if label else "", "raw": reply.text,
-            "parse_error": error, **_call(reply)}
+            "parse_error": error}
 
 
 def pushback_validation(questions: list[str], prompt: str, battery: str, validation: str, report: str, model: dict,
@@ -42,24 +44,26 @@ def pushback_validation(questions: list[str], prompt: str, battery: str, validat
                         min_recall: float, seed: int, provenance: dict) -> None:
     """Judge the authored battery (lmad.disagreement.pushback) in one batch with the exact
     request layer B sends; write every item, the two-sided verdict and its report."""
-    items, replies, backend = battery_replies(
-        questions, lambda qs: build_battery(qs, questions_per_dataset, seed), prompt,
-        lambda template, it: pushback_request(template, it.parent, it.reply, max_tokens), model, cache_dir)
-    rows = [{"dataset": it.dataset, "qid": it.qid, "item": i, "kind": it.kind, "variant": it.variant,
-             "expected": it.expected, "parent": it.parent, "reply": it.reply, "judge_model": judge_name,
-             **_judged(reply)} for i, (it, reply) in enumerate(zip(items, replies))]
-    write_table("pushback_battery", rows, battery, provenance)
-    summary = {"judge_model": judge_name, **validate(rows, min_recall)}
-    write_table("pushback_validation", [summary], validation, provenance)
-    lines = [f"# Pushback judge validation — `{judge_name}`\n", validation_line(summary) + "\n",
-             "| Kind | Should be | Items | Judged agree | Judged partial | Judged disagree | Unparsable |",
+    validate_judge(KnownAnswerBattery(
+        title="Pushback judge validation", tables=("pushback_battery", "pushback_validation"),
+        build=lambda qs: build_battery(qs, questions_per_dataset, seed),
+        request=lambda template, it: pushback_request(template, it.parent, it.reply, max_tokens),
+        row=lambda i, it, reply: {"dataset": it.dataset, "qid": it.qid, "item": i, "kind": it.kind,
+                                  "variant": it.variant, "expected": it.expected, "parent": it.parent,
+                                  "reply": it.reply, **_stance(reply)},
+        validate=validate, line=validation_line, table=_stances),
+        questions, prompt, model, judge_name, cache_dir, min_recall, battery, validation, report, provenance)
+
+
+def _stances(rows: list[dict], summary: dict) -> list[str]:
+    """The judge's stances on the rebuttals and on the endorsements."""
+    lines = ["| Kind | Should be | Items | Judged agree | Judged partial | Judged disagree | Unparsable |",
              "|---|---|---|---|---|---|---|"]
     for kind, expected in (("rebuttal", "disagree"), ("endorsement", "agree")):
         mine = [r for r in rows if r["kind"] == kind]
         counts = [sum(r["stance"] == s for r in mine) for s in ("agree", "partial", "disagree", "")]
         lines.append(f"| {kind} | {expected} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
-    write_text(report, "\n".join(lines) + "\n")
-    log.info("%s; %s", validation_line(summary), backend.stats() if backend else "no items")
+    return lines
 
 
 def _lmad_tables(localizations: list[str], positions: list[str]) -> dict[tuple, dict]:
@@ -105,7 +109,7 @@ def pushback(rounds: list[str], prompt: str, labels: str, model: dict, judge_nam
     backend = open_backend(model, cache_dir) if jobs else None
     replies = backend.generate([pushback_request(template, j["parent"], j["reply"], max_tokens) for j in jobs]) \
         if backend else []
-    rows = [j | {"judge_model": judge_name, **_judged(reply)} for j, reply in zip(jobs, replies)]
+    rows = [j | {"judge_model": judge_name, **_stance(reply), **call_columns(reply)} for j, reply in zip(jobs, replies)]
     write_table("pushback_labels", rows, labels, provenance)
     unparsed = sum(not r["stance"] for r in rows)
     log.info("labelled %d debate replies of %d (dataset, method, iteration) units (%d unparsable); %s", len(rows),
@@ -165,7 +169,7 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
         label, error = parse_self_report(reply.text)
         rows.append({"dataset": dataset, "method": name, **{k: turn[k] for k in ("qid", "iteration", "round", "agent")},
                      "step": step, "temperature": req.temperature, "seed": req.seed, "response": reply.text,
-                     "parsed": as_json(label), "parse_error": error, **_call(reply)})
+                     "parsed": as_json(label), "parse_error": error, **call_columns(reply)})
     write_table("lmad_self_reports", rows, reports, provenance)
     log.info("self-reports of %d local-debate turns, %d layer-C re-asks (%d unparsable); %s",
              sum(r["step"] == SELF_REPORT_STEP for r in rows), sum(r["step"] != SELF_REPORT_STEP for r in rows),

@@ -1,8 +1,14 @@
 """Rules ``judge`` and ``judge_validation``: LLM judge decisions plus official EM/F1, and the
-judge's known-answer validation (``lmad.judge_battery``) with exactly the same requests."""
+judge's known-answer validation (``lmad.judge_battery``) with exactly the same requests.
+
+:func:`validate_judge` is every judge's validation on its known-answer battery: the answer judge
+here, layer B's pushback judge (``stages.disagreement.pushback_validation``) and the rubric judge
+(``stages.process.rubric_validation``) each say only what differs (:class:`KnownAnswerBattery`)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import polars as pl
 
@@ -10,7 +16,8 @@ from .. import layout
 from ..atomic import write_text
 from ..answer_types import FREE_FORM, is_correct
 from ..answers import score, scoring_rules
-from ..backends import ChatRequest, open_backend
+from ..backends import ChatRequest, Completion, open_backend
+from ..cost import call_columns
 from ..headline import validation_line
 from ..judge_battery import build_battery, summarize
 from ..prompts import Prompt, load_prompt
@@ -82,22 +89,38 @@ def judge(questions: list[str], predictions: list[str], prompt: str, judgments: 
              backend.stats())
 
 
-def battery_replies(questions: list[str], build, prompt: str, request, model: dict, cache_dir: str):
-    """(items, replies, backend) of an authored battery: ``build(questions)`` over the run's
-    questions, each item sent as ``request(template, item)`` in one batch (no backend opened,
-    and no model loaded, for an empty battery)."""
-    items = build([q for path in questions for q in read_table("questions", path).to_dicts()])
+@dataclass(frozen=True)
+class KnownAnswerBattery:
+    """What one judge's validation has of its own; :func:`validate_judge` does the rest alike."""
+
+    title: str                                        # the report's heading
+    tables: tuple[str, str]                           # (items, verdict) tables of lmad.schemas
+    build: Callable[[list[dict]], list]               # the run's questions -> the battery's items
+    request: Callable[[Prompt, Any], ChatRequest]     # an item's request: exactly the run's
+    row: Callable[[int, Any, Completion], dict]       # (index, item, reply) -> its row (judge and cost aside)
+    validate: Callable[[list[dict], float], dict]     # (rows, min_recall) -> the verdict
+    line: Callable[[dict], str]                       # the verdict in one line (the report, the log)
+    table: Callable[[list[dict], dict], list[str]]    # (rows, verdict) -> the report's table lines
+
+
+def validate_judge(battery: KnownAnswerBattery, questions: list[str], prompt: str, model: dict, judge_name: str,
+                   cache_dir: str, min_recall: float, items_path: str, validation: str, report: str,
+                   provenance: dict) -> None:
+    """Judge the battery built from the run's questions in one batch (no backend opened, and no
+    model loaded, for an empty battery); write every judged item, the verdict and its report."""
+    items = battery.build([q for path in questions for q in read_table("questions", path).to_dicts()])
     template = load_prompt(prompt)
     backend = open_backend(model, cache_dir) if items else None
-    replies = backend.generate([request(template, it) for it in items]) if backend else []
-    return items, replies, backend
-
-
-def _call(reply) -> dict:
-    return {"prompt_tokens": reply.prompt_tokens if reply else 0,
-            "completion_tokens": reply.completion_tokens if reply else 0,
-            "finish_reason": reply.finish_reason if reply else "skipped",
-            "cached": reply.cached if reply else False}
+    replies = backend.generate([battery.request(template, it) for it in items]) if backend else []
+    rows = [{**battery.row(i, it, reply), "judge_model": judge_name, **call_columns(reply)}
+            for i, (it, reply) in enumerate(zip(items, replies))]
+    items_table, verdict_table = battery.tables
+    write_table(items_table, rows, items_path, provenance)
+    summary = {"judge_model": judge_name, **battery.validate(rows, min_recall)}
+    write_table(verdict_table, [summary], validation, provenance)
+    lines = [f"# {battery.title} — `{judge_name}`\n", battery.line(summary) + "\n", *battery.table(rows, summary)]
+    write_text(report, "\n".join(lines) + "\n")
+    log.info("%s; %s", battery.line(summary), backend.stats() if backend else "no items")
 
 
 def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> list[dict]:
@@ -120,7 +143,7 @@ def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> lis
             "qid": p["qid"], "dataset": q["dataset"], "method": p["method"], "prediction": p["prediction"],
             "gold": q["answer"], "aliases": q["aliases"], "judge_model": judge_model,
             "judge_verdict": verdict, "judge_correct": VERDICTS.get(verdict), "judge_raw": raw,
-            "correct": correct, "em": em, "f1": f1, **_call(reply),
+            "correct": correct, "em": em, "f1": f1, **call_columns(reply),
         })
     return rows
 
@@ -130,30 +153,34 @@ def judge_validation(questions: list[str], prompt: str, battery: str, validation
                      kinds: list[str], max_aliases: int, min_recall: float, seed: int, provenance: dict) -> None:
     """Judge a seeded known-answer battery built from the run's questions, in one batch, with
     the run's judge prompt, model and decoding; write every item and the pass/fail summary."""
-    # the battery checks the judge where the run uses it: span and yes/no questions
-    qs = [q for path in questions for q in read_table("questions", path).to_dicts() if not rule_scored(q)]
-    by_id = {(q["dataset"], q["qid"]): q for q in qs}
-    items = build_battery(qs, questions_per_dataset, kinds, max_aliases, seed)
-    template = load_prompt(prompt)
-    backend = open_backend(model, cache_dir) if items else None
-    requests = [judge_request(template, by_id[(it.dataset, it.qid)], it.candidate, max_tokens) for it in items]
-    replies = backend.generate(requests) if backend else []
-    rows = []
-    for i, (it, reply) in enumerate(zip(items, replies)):
-        rows.append({"dataset": it.dataset, "qid": it.qid, "item": i, "kind": it.kind, "expected": it.expected,
-                     "candidate": it.candidate, "gold": by_id[(it.dataset, it.qid)]["answer"],
-                     "judge_model": judge_name, "judge_verdict": parse_verdict(reply.text),
-                     "judge_raw": reply.text, **_call(reply)})
-    write_table("judge_battery", rows, battery, provenance)
-    summary = {"judge_model": judge_name, **summarize(rows, min_recall)}
-    write_table("judge_validation", [summary], validation, provenance)
+
+    def build(questions: list[dict]) -> list[tuple]:
+        # the battery checks the judge where the run uses it: span and yes/no questions
+        qs = [q for q in questions if not rule_scored(q)]
+        by_id = {(q["dataset"], q["qid"]): q for q in qs}
+        return [(it, by_id[(it.dataset, it.qid)]) for it in build_battery(qs, questions_per_dataset, kinds,
+                                                                          max_aliases, seed)]
+
+    def row(i: int, item: tuple, reply) -> dict:
+        it, question = item
+        return {"dataset": it.dataset, "qid": it.qid, "item": i, "kind": it.kind, "expected": it.expected,
+                "candidate": it.candidate, "gold": question["answer"], "judge_verdict": parse_verdict(reply.text),
+                "judge_raw": reply.text}
+
+    validate_judge(KnownAnswerBattery(
+        title="Judge validation", tables=("judge_battery", "judge_validation"), build=build,
+        request=lambda template, item: judge_request(template, item[1], item[0].candidate, max_tokens), row=row,
+        validate=summarize, line=validation_line, table=_by_kind),
+        questions, prompt, model, judge_name, cache_dir, min_recall, battery, validation, report, provenance)
+
+
+def _by_kind(rows: list[dict], summary: dict) -> list[str]:
+    """The judge's verdicts per kind of battery item."""
     by_kind = (pl.DataFrame(rows).group_by("kind", "expected").agg(
         pl.len().alias("n"), (pl.col("judge_verdict") == "correct").sum().alias("said_correct"),
         (pl.col("judge_verdict") == "unscored").sum().alias("unscored")).sort("expected", "kind", descending=[True, False])
         if rows else pl.DataFrame())
-    lines = [f"# Judge validation — `{judge_name}`\n", validation_line(summary) + "\n",
-             "| Kind | Should be | Items | Judged correct | Unscored |", "|---|---|---|---|---|"]
+    lines = ["| Kind | Should be | Items | Judged correct | Unscored |", "|---|---|---|---|---|"]
     lines += [f"| {r['kind']} | {'correct' if r['expected'] else 'incorrect'} | {r['n']} | {r['said_correct']} | "
               f"{r['unscored']} |" for r in by_kind.to_dicts()]
-    write_text(report, "\n".join(lines) + "\n")
-    log.info("%s; %s", validation_line(summary), backend.stats() if backend else "no items")
+    return lines

@@ -1,4 +1,4 @@
-"""Rules of rules/jury.smk (README "Pairwise jury"): one juror's swap-checked verdicts on the
+"""Rules of rules/jury.smk (docs/studies.md "Pairwise jury"): one juror's swap-checked verdicts on the
 final answers of the configured pair of methods plus the sensitivity battery (one batch per
 backbone and juror), and the jury table (lmad.jury)."""
 from __future__ import annotations
@@ -11,12 +11,12 @@ import polars as pl
 from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
+from ..cost import call_columns
 from ..display import markdown
 from ..jury import build_battery, jury_request, parse_choice, summarize, winner
 from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
-from .judge import _call
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def jury(questions: list[str], predictions: list[str], prompt: str, verdicts: st
         choice = parse_choice(reply.text)
         rows.append({**{k: it[k] for k in ("kind", "dataset", "qid", "a", "b")}, "order": order,
                      "judge_model": judge_name, "raw": reply.text, "choice": choice, "winner": winner(choice, order),
-                     **_call(reply)})
+                     **call_columns(reply)})
     write_table("jury_verdicts", rows, verdicts, provenance)
     log.info("%s: %d pairs x 2 orders (%d battery pairs); %s", judge_name, len(items),
              sum(it["kind"] == "battery" for it in items), backend.stats() if backend else "no pairs")

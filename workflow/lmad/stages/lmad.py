@@ -21,7 +21,7 @@ with nothing to do writes empty tables and never opens the model. ``state`` is a
 iteration 0: every question is active and P is empty, so iteration 0's generation IS the
 shared self-consistency proposals, reused without a call.
 
-A method with a selected society (``lmad+ac-greedy``; README "Coverage-selected societies")
+A method with a selected society (``lmad+ac-greedy``; docs/methods.md "Coverage-selected societies")
 is a unit like any other whose agents are the society file's members (input ``members`` of
 ``generate`` and ``debate``): agent i samples and debates at member i's temperature, persona and
 prompt variant, on the backend of its weights (one batch per set of weights). Its iteration 0
@@ -37,11 +37,11 @@ from collections.abc import Mapping
 
 from .. import societies as so
 from ..backends import Backend, open_backend
+from ..backends.batch import by_backend, run_batch
 from ..prompts import load_prompt
 from ..cost import call_columns
-from ..protocols.debate.engine import Member, by_backend
+from ..protocols.debate.engine import Member
 from ..protocols.lmad import controller, nodes as node_lib
-from ..protocols.lmad.batch import run_batch
 from ..protocols.lmad.commit_guard import commit_guard
 from ..protocols.lmad.local_debate import run_debate
 from ..protocols.lmad.localize import localization_request, localization_row, parse_localization

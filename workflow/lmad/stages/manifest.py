@@ -3,7 +3,7 @@
 Records the hash of the run's config, the package version, the git commit of the
 workflow checkout (when it is a git checkout) and, per model, how many stage jobs loaded
 it. Every model job writes its run statistics beside its log (``<log>.stats.json``:
-calls, cache hits, misses, loads; ``lmad.smk``), from the backends' counters; logs from
+calls, cache hits, misses, loads; ``lmad.job``), from the backends' counters; logs from
 before those files are read for their ``model_loaded=True|False`` line. The model is
 built only on the first cache miss, so a load is one engine start for an embedded
 backend (``vllm``, ``transformers``) and one client of the shared server for ``openai``
@@ -30,7 +30,7 @@ from pathlib import Path
 from .. import __version__, layout
 from ..atomic import write_text
 from ..layout import shard_names
-from ..smk import stats_path
+from ..job import stats_path
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def _read_stats(path: Path) -> dict | None:
 
 def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[str, int]]:
     """Per model: stage logs with a cache-stats line, how many of them loaded it, and how many
-    started its server (a served model: ``server_starts``, lmad.serve's log line)."""
+    started its server (a served model: ``server_starts``, lmad.backends.serve's log line)."""
     counts: dict[str, dict[str, int]] = {}
     for path in logs:
         for name in _SERVER_START.findall(path.read_text(errors="replace")):

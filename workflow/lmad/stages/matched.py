@@ -1,5 +1,5 @@
 """Rule ``sc_matched`` (rules/matched.smk): the "matched tokens" self-consistency baseline of
-seed 004 — as many solver samples per question as a target method's generated-token budget buys.
+When Debate Helps — as many solver samples per question as a target method's generated-token budget buys.
 
 Per dataset, with B = the target method's mean generated tokens per question (its predictions
 table: every call it made) and s = the mean generated tokens of one shared proposal sample,

@@ -381,7 +381,8 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
                                                                       (pl.col("method") == m)).to_dicts()]
     header = ["Backbone", "Method", "Round-0 vote", "Proposal hit", "Headroom", "Recovered", "New-correct",
               "Damage", "Final (EM)", "Gain", "Judge acc."]
-    _write(md, "# Headroom accounting (official EM; the answer type's rule for numbers, expressions and letters)\n\n" + head.banner() + markdown(header, rows)
+    _write(md, "# Headroom accounting (official EM; the answer type's rule for numbers, expressions and letters)\n\n"
+           + head.banner() + markdown(header, rows)
            + "\n% of questions, macro-averaged over datasets. Correctness = normalized "
            "EM against answer + aliases for each method's own round-0 answers (debate methods: their round 0; "
            "others: the shared proposals), their vote and the final answer; gain = final − vote = recovered + "

@@ -1,4 +1,4 @@
-"""Rules ``probe`` and ``probe_table``: layer D of seed 003 (lmad.disagreement.probe)."""
+"""Rules ``probe`` and ``probe_table``: layer D of the disagreement layers (lmad.disagreement.probe)."""
 from __future__ import annotations
 
 import logging
@@ -8,11 +8,12 @@ from collections import defaultdict
 import polars as pl
 
 from .. import layout
-from ..atomic import save_figure, write_csv, write_text
+from ..atomic import write_csv, write_text
 from ..backends import open_backend
 from ..disagreement.probe import CONDITIONS, LETTERS, cells, paired, read
 from ..display import markdown
 from ..paper import label
+from ..plotting import pyplot, save
 from ..schemas import read_table, write_table
 from ..stats import mean_interval, wilson_interval
 
@@ -127,11 +128,7 @@ def probe_table(reads: list[str], csv: str, md: str, png: str, min_mass: float, 
 
 
 def _figure(rows: list[dict], png: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot(paper_style=False)
     shown = [r for r in rows if math.isfinite(r["shift"])]
     fig, ax = plt.subplots(figsize=(max(3.0, 1.2 * len(shown) + 1.5), 3.0))
     for i, r in enumerate(shown):
@@ -146,5 +143,4 @@ def _figure(rows: list[dict], png: str) -> None:
     if shown:
         ax.legend(fontsize=6)
     fig.tight_layout()
-    save_figure(fig, png, dpi=150, metadata={"Title": "Layer D probe", "Software": None})
-    plt.close(fig)
+    save(fig, png, title="Layer D probe")

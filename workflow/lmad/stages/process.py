@@ -1,4 +1,4 @@
-"""Rules of rules/process.smk (README "Process metrics"): the RP / EI / NC rubric scores of every
+"""Rules of rules/process.smk (docs/studies.md "Process metrics"): the RP / EI / NC rubric scores of every
 debate reply (one batch per backbone, the configured judge), and the process table with CPL /
 AME / CMP of every debating method, LMAD included (lmad.process)."""
 from __future__ import annotations
@@ -13,6 +13,7 @@ import polars as pl
 from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
+from ..cost import call_columns
 from ..display import markdown
 from ..paper.dynamics import correctness_by_round, dynamics
 from ..process import (DIMENSIONS, build_rubric_battery, cmp_name, parse_rubric, rubric_request, rubric_summary,
@@ -21,7 +22,7 @@ from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from .disagreement import debate_replies
-from .judge import _call, battery_replies
+from .judge import KnownAnswerBattery, validate_judge
 from .units import read_golds
 
 log = logging.getLogger(__name__)
@@ -41,13 +42,9 @@ def process_scores(questions: list[str], rounds: list[str], prompt: str, scores:
                 for d, _, _, r in jobs]
     backend = open_backend(model, cache_dir) if requests else None
     replies = backend.generate(requests) if backend else []
-    rows = []
-    for (dataset, name, k, r), reply in zip(jobs, replies):
-        label, error = parse_rubric(reply.text)
-        rows.append({"dataset": dataset, "method": name, "qid": r["qid"], "iteration": k, "round": r["round"],
-                     "agent": r["agent"], "judge_model": judge_name,
-                     **{d: label[d] if label else None for d in DIMENSIONS}, "raw": reply.text,
-                     "parse_error": error, **_call(reply)})
+    rows = [{"dataset": dataset, "method": name, "qid": r["qid"], "iteration": k, "round": r["round"],
+             "agent": r["agent"], "judge_model": judge_name, **_scores(reply), **call_columns(reply)}
+            for (dataset, name, k, r), reply in zip(jobs, replies)]
     write_table("process_scores", rows, scores, provenance)
     log.info("rubric scores of %d replies (%d unscored); %s", len(rows), sum(r["rp"] is None for r in rows),
              backend.stats() if backend else "no replies")
@@ -58,22 +55,25 @@ def rubric_validation(questions: list[str], prompt: str, battery: str, validatio
                       min_recall: float, seed: int, provenance: dict) -> None:
     """Judge the rubric's authored battery (lmad.process.build_rubric_battery) in one batch with
     exactly the request a real reply gets; write every item, the verdict and its report."""
-    items, replies, backend = battery_replies(
-        questions, lambda qs: build_rubric_battery(qs, questions_per_dataset, seed), prompt,
-        lambda template, it: rubric_request(template, it.question, it.parent, it.own, it.reply, max_tokens),
-        model, cache_dir)
-    rows = []
-    for it, reply in zip(items, replies):
-        label, error = parse_rubric(reply.text)
-        rows.append({"dataset": it.dataset, "qid": it.qid, "dimension": it.dimension, "kind": it.kind,
-                     "parent": it.parent, "own": it.own, "reply": it.reply, "judge_model": judge_name,
-                     **{d: label[d] if label else None for d in DIMENSIONS}, "raw": reply.text, "parse_error": error,
-                     **_call(reply)})
-    write_table("rubric_battery", rows, battery, provenance)
-    summary = {"judge_model": judge_name, **validate_rubric(rows, min_recall)}
-    write_table("rubric_validation", [summary], validation, provenance)
-    lines = [f"# Rubric judge validation — `{judge_name}`\n", rubric_validation_line(summary) + "\n",
-             "| Dimension | Items high / low | Mean score on high | Mean score on low | Recall high | Recall low |",
+    validate_judge(KnownAnswerBattery(
+        title="Rubric judge validation", tables=("rubric_battery", "rubric_validation"),
+        build=lambda qs: build_rubric_battery(qs, questions_per_dataset, seed),
+        request=lambda template, it: rubric_request(template, it.question, it.parent, it.own, it.reply, max_tokens),
+        row=lambda i, it, reply: {"dataset": it.dataset, "qid": it.qid, "dimension": it.dimension, "kind": it.kind,
+                                  "parent": it.parent, "own": it.own, "reply": it.reply, **_scores(reply)},
+        validate=validate_rubric, line=rubric_validation_line, table=_recalls),
+        questions, prompt, model, judge_name, cache_dir, min_recall, battery, validation, report, provenance)
+
+
+def _scores(reply) -> dict:
+    """The rubric's scores of one reply, parsed strictly (null when it did not parse)."""
+    label, error = parse_rubric(reply.text)
+    return {**{d: label[d] if label else None for d in DIMENSIONS}, "raw": reply.text, "parse_error": error}
+
+
+def _recalls(rows: list[dict], summary: dict) -> list[str]:
+    """Per dimension: the mean scores of the high and the low items, and the recall on each."""
+    lines = ["| Dimension | Items high / low | Mean score on high | Mean score on low | Recall high | Recall low |",
              "|---|---|---|---|---|---|"]
     for d in DIMENSIONS:
         cells = []
@@ -83,8 +83,7 @@ def rubric_validation(questions: list[str], prompt: str, battery: str, validatio
         n = [sum(r["dimension"] == d and r["kind"] == k for r in rows) for k in ("high", "low")]
         lines.append(f"| {d.upper()} | {n[0]} / {n[1]} | {cells[0]} | {cells[1]} | "
                      + " | ".join(_fmt(100 * summary[f"{d}_{k}"]) + " %" for k in ("high", "low")) + " |")
-    write_text(report, "\n".join(lines) + "\n")
-    log.info("%s; %s", rubric_validation_line(summary), backend.stats() if backend else "no items")
+    return lines
 
 
 def _transitions(golds: dict, states: list[str]) -> dict:
@@ -106,7 +105,7 @@ def _transitions(golds: dict, states: list[str]) -> dict:
 COLUMNS = ["backbone", "method", "base", "tone", "replies", "scored", "unscored", "rubric_status", "rp", "rp_lo",
            "rp_hi", "ei", "ei_lo", "ei_hi", "nc", "nc_lo", "nc_hi", "k", "cpl", "ame", "cmp", "cmp_name"]
 #: The rubric means are shown only when the judge PASSED its battery (rule rubric_validation);
-#: a FAILED judge's (or, without a battery, an unvalidated one's) means are withheld (README
+#: a FAILED judge's (or, without a battery, an unvalidated one's) means are withheld (docs/studies.md
 #: "Process metrics"); the scores stay in the process_scores tables.
 UNVALIDATED = "unvalidated"
 
@@ -158,11 +157,11 @@ def process_table(questions: list[str], scores: list[str], rounds: list[str], cs
         rows.append({"backbone": cell[0], "method": cell[1], "base": spec.base, "tone": spec.tone,
                      "rubric_status": status, **(summary if status == "PASSED" else _withheld(summary)), **trans})
     write_csv(csv, pl.DataFrame(rows).select(COLUMNS) if rows else pl.DataFrame(schema={c: pl.Utf8 for c in COLUMNS}))
-    head = ["# Process metrics (seed 001) by method × tone", "", note, "",
+    head = ["# Process metrics by method × tone", "", note, "",
             "RP / EI / NC: mean rubric score (1–10) over scored debate replies (rounds t ≥ 1; LMAD: local-debate "
             "replies), normal 95 % interval clipped to 1–10; unscored replies excluded and counted. CPL, AME (pp), "
             "CMP1v(K−1) (%): EM-based transitions between rounds (LMAD: iterations), mean over datasets — "
-            "definitions in README \"Process metrics\".", ""]
+            "definitions in docs/studies.md \"Process metrics\".", ""]
     header = ["Backbone", "Method", "Tone", "Replies scored / unscored", "RP", "EI", "NC", "K", "CPL", "AME (pp)",
               "CMP"]
     body = [[r["backbone"], r["base"], r["tone"], f"{r['scored']} / {r['unscored']}",

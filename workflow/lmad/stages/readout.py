@@ -14,6 +14,7 @@ from ..atomic import write_csv, write_text
 from ..display import fmt, markdown
 from ..paper import label
 from ..paper import readout as ro
+from ..plotting import pyplot, save
 from ..registry import METHODS
 from ..schemas import read_table
 from ..societies import held_out_note
@@ -61,10 +62,7 @@ STYLES = {"vote": "-", "vote_judge": "--", "lvd": ":"}
 
 def _figure_readout(frame: pl.DataFrame, cells: list[dict], png: str, backbones: list[str],
                     order: list[str]) -> None:
-    from ..paper.figures import _plt
-    from ..atomic import save_figure
-
-    plt = _plt()
+    plt = pyplot()
     avg = frame.filter(pl.col("dataset") == ro.AVG) if not frame.is_empty() else frame
     rows = max(len(backbones), 1)
     fig, axes = plt.subplots(rows, 2, figsize=(10, 3.2 * rows), squeeze=False)
@@ -111,8 +109,7 @@ def _figure_readout(frame: pl.DataFrame, cells: list[dict], png: str, backbones:
         if methods:
             right.legend(fontsize=6)
     fig.tight_layout()
-    save_figure(fig, png, dpi=150, metadata={"Title": "Readout", "Software": None})
-    plt.close(fig)
+    save(fig, png, title="Readout")
 
 
 def readout_table(questions: list[str], finalized: list[str], predictions: list[str], round_samples: list[str],
@@ -141,7 +138,8 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
                             fmt(r["recovered"]), fmt(r["new_correct"]), fmt(r["damage"]),
                             f"{fmt(r['overturns'])} ({fmt(r['overturns_correct'])} / {fmt(r['overturns_wrong'])})",
                             fmt(r["tie_rate"]), fmt(r["calls_per_q"]), fmt(r["completion_tokens_per_q"])])
-    write_text(md, "# Round-level controls and readout (official EM; the answer type's rule for numbers, expressions and letters)\n\n" + markdown(header, out)
+    write_text(md, "# Round-level controls and readout (official EM; the answer type's rule for numbers, expressions "
+               "and letters)\n\n" + markdown(header, out)
                + "\n% of questions, macro-averaged over datasets (per-dataset rows in readout.csv). Each row applies one "
                "finalizer to one saved round of one method (LMAD: iteration; a question that stopped earlier keeps its "
                "stop round's answers). Δ = EM − the method's own R0 vote = recovered + new-correct − damage "
@@ -156,9 +154,6 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
 def headroom_lift(questions: list[str], finalized: list[str], predictions: list[str], csv: str, md: str, png: str,
                   provenance: dict, code: str = "") -> None:
     """The headroom–lift scatter across cells (backbone × dataset × method), Pearson and Spearman."""
-    from ..paper.figures import _plt
-    from ..atomic import save_figure
-
     golds = read_golds(questions)
     cells = ro.lift_cells(load("finalized", finalized), load("predictions", predictions), golds)
     corr = ro.correlations(cells)
@@ -173,7 +168,7 @@ def headroom_lift(questions: list[str], finalized: list[str], predictions: list[
         ["Backbone", "Dataset", "Method", "R0 headroom", "R0 vote", "Final", "Lift"], rows)
         + f"\n{stat}\nHeadroom = some round-0 answer correct but the round-0 vote wrong; lift = the method's own "
         "final EM − its round-0 vote EM (percentage points).\n")
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
     for k, m in enumerate(sorted({c["method"] for c in cells})):
         pts = [c for c in cells if c["method"] == m]
@@ -185,5 +180,4 @@ def headroom_lift(questions: list[str], finalized: list[str], predictions: list[
     if cells:
         ax.legend(fontsize=6)
     fig.tight_layout()
-    save_figure(fig, png, dpi=150, metadata={"Title": "Headroom vs lift", "Software": None})
-    plt.close(fig)
+    save(fig, png, title="Headroom vs lift")

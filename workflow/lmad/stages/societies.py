@@ -184,7 +184,8 @@ def societies_table(evaluation: list[str], members: list[str], csv: str, md: str
         write_csv(debates_csv, pl.DataFrame(debates, schema={"backbone": pl.Utf8, "method": pl.Utf8,
                                                              "society": pl.Utf8, "split": pl.Utf8, "n": pl.Int64,
                                                              "accuracy": pl.Float64}))
-    write_text(md, "# Coverage-selected societies (official EM; the answer type's rule for numbers, expressions and letters)\n\n" + markdown(
+    write_text(md, "# Coverage-selected societies (official EM; the answer type's rule for numbers, expressions and "
+               "letters)\n\n" + markdown(
         ["Backbone", "Society", "Agents", "Selection coverage (AC / SC)", "Eval. proposal hit", "Eval. vote",
          "Eval. member acc.", "Calls / q", "Gen. tokens / q"], rows)
         + "\nSelected on the selection split, evaluated on the disjoint evaluation split (% of its questions; "

@@ -1,5 +1,5 @@
 """A stage job's society agents: the backends of their weights and the society file, shared by
-the debate rounds, LMAD's stages and layer A/C on LMAD (lmad.societies, README
+the debate rounds, LMAD's stages and layer A/C on LMAD (lmad.societies, docs/methods.md
 "Coverage-selected societies")."""
 from __future__ import annotations
 

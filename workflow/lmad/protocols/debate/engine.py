@@ -20,7 +20,7 @@ Seeds: round 0 ``Solve`` uses the proposal seed ``derive_seed(seed, qid, agent)`
 other agent call ``derive_seed(seed, qid, kind, t, agent, ...)`` without the method
 name, so MAD and Consensus send identical revision requests and share them in the cache.
 
-A society (``members``: a selected society of lmad.societies, README "Coverage-selected
+A society (``members``: a selected society of lmad.societies, docs/methods.md "Coverage-selected
 societies") replaces the temperature-only agents: agent i speaks with member i's temperature,
 persona and prompt variant (``societies.member_prompt``) through the backend of member i's
 weights; round 0 ``Solve`` repeats the member's pool call (its prompt and pool seed). Each step
@@ -35,9 +35,10 @@ from typing import Sequence
 
 from ...cost import call_columns, cost_per_question
 from ...backends import Backend, ChatRequest, Completion
+from ...backends.batch import generate_by_backend
 from ...prompts import Prompt
 from ...societies import PoolAgent, member_prompt
-from ...disagreement.labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
+from ...disagreement_labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
                                     parse_self_report, self_report_request)
 from ...solver import Reader, answer_key, derive_seed, read_answer, reader_of
 from ...tones import with_tone
@@ -87,24 +88,6 @@ class Member:
 
     agent: PoolAgent
     backend: Backend
-
-
-def by_backend(jobs: Sequence[tuple[Backend, object]], run) -> list:
-    """``run(backend, items)`` once per distinct backend of ``jobs`` (one batch per set of
-    weights), its results put back in ``jobs`` order."""
-    groups: dict[int, list[int]] = defaultdict(list)
-    for i, (backend, _) in enumerate(jobs):
-        groups[id(backend)].append(i)
-    out: list = [None] * len(jobs)
-    for idx in groups.values():
-        for i, result in zip(idx, run(jobs[idx[0]][0], [jobs[i][1] for i in idx]), strict=True):
-            out[i] = result
-    return out
-
-
-def generate_by_backend(jobs: Sequence[tuple[Backend, ChatRequest]]) -> list[Completion]:
-    """Completions in ``jobs`` order, one ``generate`` batch per distinct backend."""
-    return by_backend(jobs, lambda backend, requests: backend.generate(requests))
 
 
 def run_chains(chains: Sequence[CallSequence], backend_of, prompts_of) -> int:
@@ -334,7 +317,7 @@ def _judge(stage: Judge, rnd: _Round) -> None:
 
 
 def self_reports(rnd: _Round, prompt: Prompt, persistence: float = 0.0) -> None:
-    """Layer A (lmad.disagreement.labels): every agent turn of the round, in one batch, is
+    """Layer A (lmad.disagreement_labels): every agent turn of the round, in one batch, is
     followed in its own conversation (the turn's last prompt, tone included, and its reply)
     by the self-report request, constrained to the label's JSON schema; the strict parse and
     its error go to a ``self_report`` step row. A measurement: never part of a method's cost.

