@@ -43,10 +43,11 @@ def expected(letters: list[str]) -> dict:
             "best_similarity": means[best], "worst_country": worst, "worst_similarity": means[worst]}
 
 
-def run(workdir, responder: str):
+def run(workdir, responder: str, methods=("cot", "sc", "mad")):
     datasets = {"globalopinionqa": {"source": "local", "path": str(DEMO), "n": None}}
     make_config(workdir, models={"oracle": {**scripted_model(), "responder": f"opinion_oracle:{responder}"}},
-                backbones=["oracle"], methods=("cot", "sc", "mad"), datasets=datasets, debate={"rounds": 1})
+                backbones=["oracle"], methods=methods, datasets=datasets, debate={"rounds": 1},
+                lmad={"iterations": 2, "local_rounds": 1})
     snakemake(workdir, TABLE, env=ENV)
     return {r["method"]: r for r in pl.read_parquet(workdir / TABLE).to_dicts()}
 
@@ -65,6 +66,14 @@ def test_the_table_equals_a_hand_computation(tmp_path):
     assert rows["mad"]["n_valid"] == 2 and rows["sc"]["n_valid"] == 4
     md = (tmp_path / "results/oracle/analysis/opinion.md").read_text()
     assert "GlobalOpinionQA" in md and "no accuracy" in md and f"{rows['sc']['best_country']} (" in md
+
+
+def test_truemad_and_lmad_run_on_opinion_questions_and_get_a_row(tmp_path):
+    rows = run(tmp_path, "respond", methods=("cot", "sc", "mad", "truemad", "lmad"))
+    assert set(rows) == {"cot", "sc", "mad", "truemad", "lmad"}
+    for method in ("truemad", "lmad"):   # several agents: their last round's letters
+        assert rows[method]["source"] == "agents" and rows[method]["n"] == 4, rows[method]
+        assert 0 <= rows[method]["n_valid"] <= 4
 
 
 def test_the_table_is_a_target_of_the_run_only_with_an_opinion_dataset(tmp_path):
