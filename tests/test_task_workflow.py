@@ -45,3 +45,5 @@ def test_rule_scored_types_skip_the_judge_and_fill_correct(run):
     shuffled = pl.read_parquet(run / "results" / "data" / "gpqa-diamond.parquet")
     assert all(sorted(o) == list(range(len(o))) for o in shuffled["choice_order"])   # the recorded permutation
     assert (judged["em"] == judged["correct"].cast(pl.Float64)).all()
+    # Table 1's caption says what a rule-scored cell is, under the headline metric's label
+    assert "a cell is the answer type's own accuracy" in (run / "results" / "paper" / "table1.md").read_text()

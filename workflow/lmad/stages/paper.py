@@ -80,14 +80,14 @@ def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, b
         _write(tex, "% Table 1 is empty: no method of config paper.columns is in this run's methods.\n")
         return
     blocks, flat = [], []
-    for b, replicates in _replicate_groups(backbones).items():
-        # replicates pool into one row; each question's score is its mean over them (for the bootstrap)
+    groups = _replicate_groups(backbones)
+    for b, replicates in groups.items():
+        # one row per backbone: each question's score is its mean over the replicates (one, or several)
         mine = judged.filter(pl.col("backbone").is_in(replicates))
-        if len(replicates) > 1 and len(mine):
+        if len(mine):
             mine = (mine.group_by("dataset", "method", "qid", maintain_order=True).agg(pl.col("score").mean())
                     .with_columns(pl.lit(b).alias("backbone")))
-        block = table1_block(accuracy_cells(mine, b if len(replicates) > 1 else replicates[0]), datasets, columns,
-                             baselines, target)
+        block = table1_block(accuracy_cells(mine, b), datasets, columns, baselines, target)
         if len(replicates) > 1:
             _add_replicate_sd(block, [table1_block(accuracy_cells(judged, r), datasets, columns, baselines, target)
                                       for r in replicates])
@@ -105,15 +105,17 @@ def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, b
         flat += [{"metric": head.metric, **r} for r in table1_frame_rows(b, block, columns, ci)]
         log.info("%s: Avg. Δ %s vs %s, CI %s", b, fmt(avg["delta"], True), avg["strongest"], ci)
     _write_csv(csv, flat)
-    pooled = [b for b, reps in _replicate_groups(backbones).items() if len(reps) > 1]
-    replicate_note = (f" Cells: mean ± sample SD over the {len(_replicate_groups(backbones)[pooled[0]])} seeded "
-                      "replicates; Δ and its CI from each question's score averaged over the replicates."
-                      if pooled else "")
+    n_replicates = max(len(reps) for reps in groups.values())
+    replicate_note = (f" Cells: mean ± sample SD over the {n_replicates} seeded replicates; Δ and its CI from each "
+                      "question's score averaged over the replicates." if n_replicates > 1 else "")
+    ruled = [d for d in datasets if len(judged) and (judged.filter(pl.col("dataset") == d)["judge_verdict"] == "rule").any()]
+    rule_note = (f" On {', '.join(label(d) for d in ruled)} a cell is the answer type's own accuracy (numeric or "
+                 "expression equivalence, or the option letter), which needs no judge." if ruled else "")
     note = (f"\n{head.label[0].upper() + head.label[1:]} (%). Avg. = macro-average over {len(datasets)} datasets. "
             f"Δ = {label(target)} − "
             "strongest baseline of the row (underlined; on Avg. rows the strongest macro-averaged baseline); "
             f"bold = best overall. Avg. rows: paired-bootstrap 95% CI, {bootstrap_resamples} resamples, seed {seed}."
-            f"{replicate_note}\n")
+            f"{rule_note}{replicate_note}\n")
     _write(md, f"# Table 1 — {head.label} (%)\n\n" + head.banner() + table1_markdown(blocks, columns) + note)
     _write(tex, f"% {head.warning or 'Headline metric: ' + head.label}\n% {head.validation}\n"
            + table1_latex(blocks, columns))
