@@ -1,5 +1,6 @@
 localrules:
     analyze,
+    costs_by_model,
     plot_accuracy,
     replicates,
 
@@ -71,3 +72,26 @@ rule replicates:
         "../envs/pipeline.yaml"
     script:
         "../workflow/scripts/replicates.py"
+
+
+# Calls and tokens of every method split by the model that made them (a committee's members and
+# role models; a single model's one row each), checked against the predictions' totals.
+rule costs_by_model:
+    input:
+        predictions=plan.backbone_predictions,
+        calls=plan.cost_call_tables,
+    output:
+        table=layout.analysis("{backbone}", "costs_by_model.parquet"),
+        md=layout.analysis("{backbone}", "costs_by_model.md"),
+    log:
+        "logs/{backbone}/costs_by_model.log",
+    params:
+        backbone=lambda w: w.backbone,
+        methods=config["methods"],
+        members=lambda w: plan.cost_models(w.backbone)["members"],
+        roles=lambda w: plan.cost_models(w.backbone)["roles"],
+        code=code_hash("lmad.stages.costs.costs_by_model"),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/costs_by_model.py"

@@ -8,7 +8,7 @@ from lmad import layout
 from lmad.config_checks import check_config, check_method_names, schema_error, serve_by_default
 from lmad.data.loaders import resolve_path
 from lmad.plan import LMAD_CHAIN_PRIORITY, Plan
-from lmad.registry import METHODS, TABLE2_METHODS
+from lmad.registry import METHODS, TABLE2_METHODS, TRACE_FIGURE_METHODS
 from lmad.runlock import guard_workflow
 from lmad.backends.serve import ON_SLURM_ENV as SERVE_ON_SLURM_ENV
 from lmad.smk import code_hash

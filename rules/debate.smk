@@ -25,10 +25,10 @@ rule debate_round:
         method=lambda w: w.debate_method,
         round_index=lambda w: int(w.debate_round),
         last=lambda w: int(w.debate_round) == plan.debate_setting(w.debate_method).rounds,
-        temperatures=lambda w: list(plan.debate_setting(w.debate_method).temperatures),
-        manners=lambda w: list(plan.debate_setting(w.debate_method).manners),
+        temperatures=lambda w: list(plan.debate_setting(w.debate_method, w.backbone).temperatures),
+        manners=lambda w: list(plan.debate_setting(w.debate_method, w.backbone).manners),
         max_tokens=config["solver"]["max_tokens"],
-        aux_max_tokens=config["debate"]["max_tokens"],
+        aux_max_tokens=lambda w: plan.aux_max_tokens(w.debate_method),
         seed=plan.call_seed,
         **plan.persistence_params(),
     conda:

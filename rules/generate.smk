@@ -19,7 +19,7 @@ rule generate:
     params:
         **plan.model_params(),
         stage=lambda w: w.stage,
-        temperatures=lambda w: plan.stage_temperatures(w.stage, config["agents"]["temperatures"]),
+        temperatures=lambda w: plan.stage_temperatures(w.stage, plan.agent_temperatures(w.backbone)),
         max_tokens=config["solver"]["max_tokens"],
         seed=plan.call_seed,
     conda:

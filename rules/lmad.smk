@@ -7,6 +7,8 @@
 # do writes empty tables without loading a model. Input functions live in rules/common.smk;
 # stage bodies in lmad.stages.lmad. A method with a selected society (lmad+ac-greedy) is one
 # more unit; the society file is then an input of generate and debate (its agents' stages).
+# Graph LMAD (lmad-dag, …) is more units too: extraction asks its premise prompt, localization
+# runs on the claim graphs without a call (lmad.protocols.lmad.premises, graph_localize).
 
 
 if LMAD_METHODS:
@@ -29,7 +31,7 @@ if LMAD_METHODS:
             plan.lmad_log("generate", "benchmarks", "tsv")
         params:
             **plan.lmad_params(),
-            temperatures=config["agents"]["temperatures"],
+            temperatures=lambda w: plan.agent_temperatures(w.backbone),
             max_tokens=config["solver"]["max_tokens"],
             seed=plan.call_seed,
         conda:
@@ -46,6 +48,7 @@ if LMAD_METHODS:
             questions=plan.lmad_unit_questions,
             samples=plan.lmad_paths("generate"),
             prompt=config["prompts"]["extractor"],
+            **plan.lmad_premise_prompt(),
             weights=lambda w: plan.model_files(w.backbone),
         output:
             chains=plan.lmad_paths("extract"),
@@ -85,6 +88,7 @@ if LMAD_METHODS:
         params:
             **plan.lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["localizer"],
+            **plan.lmad_graph_params(),
         conda:
             "../envs/pipeline.yaml"
         threads: lambda w: plan.model_threads(w.backbone)
@@ -112,7 +116,7 @@ if LMAD_METHODS:
         params:
             **plan.lmad_params(),
             rounds=config["lmad"]["local_rounds"],
-            temperatures=config["agents"]["temperatures"],
+            temperatures=lambda w: plan.agent_temperatures(w.backbone),
             seed=plan.call_seed,
             max_tokens=config["lmad"]["max_tokens"]["debater"],
         conda:

@@ -143,7 +143,7 @@ rule paper_figures:
         predictions=plan.paper_predictions(),
         questions=plan.configured_questions(),
         rounds=plan.paper_rounds,
-        traces=plan.paper_traces(["lmad"]),
+        traces=plan.paper_traces(list(TRACE_FIGURE_METHODS)),
     output:
         **paper_figure_outputs(),
     log:

@@ -66,7 +66,9 @@ def _key_as_it_always_was(r: ChatRequest, model_id: str) -> str:
     from dataclasses import asdict, replace
 
     payload = {"model": model_id, **asdict(replace(r, fallbacks=()))}
-    del payload["fallbacks"]
+    del payload["fallbacks"], payload["role"]  # a tag, not in the key
+    if not payload["sampling"]:  # a role's sampling override, in the key only when set
+        del payload["sampling"]
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -91,7 +93,7 @@ def test_the_call_key_is_what_it_always_was():
     from dataclasses import fields
 
     assert [f.name for f in fields(ChatRequest)] == [
-        "messages", "temperature", "max_tokens", "seed", "stop", "constraint", "fallbacks"]
+        "messages", "temperature", "max_tokens", "seed", "stop", "constraint", "fallbacks", "role", "sampling"]
 
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)  # what str.encode() accepts
@@ -104,11 +106,12 @@ _LINES = st.lists(_SPECIAL | _TEXT, max_size=8).map("".join)
        temperature=st.sampled_from([0.0, 0.1, 0.7, 1, 1e-7]), max_tokens=st.integers(1, 4096),
        seed=st.integers(0, 2**31), stop=st.lists(_TEXT, max_size=2).map(tuple),
        constraint=st.none() | st.builds(lambda v: {"choice": v}, st.lists(_TEXT, min_size=1, max_size=3)),
-       model=_TEXT, repeat=st.booleans())
+       model=_TEXT, repeat=st.booleans(),
+       sampling=st.sampled_from([(), (("top_p", 0.5),), (("min_p", 0.1), ("top_k", 20))]))
 def test_the_call_key_equals_the_original_definition_on_any_request(messages, temperature, max_tokens, seed, stop,
-                                                                      constraint, model, repeat):
+                                                                      constraint, model, repeat, sampling):
     r = ChatRequest(messages=tuple(messages), temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop,
-                    constraint=constraint)
+                    constraint=constraint, sampling=sampling)
     assert r.key(model) == _key_as_it_always_was(r, model)
     if repeat:  # a second time, with every line's escape memoized
         assert r.key(model) == _key_as_it_always_was(r, model)

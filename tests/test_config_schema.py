@@ -16,7 +16,8 @@ OPENAI = {"backend": "openai", "model": "qwen2.5-7b", "base_url": "http://node:8
           "chat_template_kwargs": {"enable_thinking": False}, "resources": {"mem_mb": 2000}}
 VLLM = {"backend": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "dtype": "bfloat16", "tensor_parallel_size": 2,
         "max_model_len": 8192, "gpu_memory_utilization": 0.9, "enforce_eager": True, "revision": "r",
-        "engine_kwargs": {"quantization": "awq"}, "resources": {"gpu": 0, "runtime": 60}}
+        "engine_kwargs": {"quantization": "awq"}, "resources": {"gpu": 0, "runtime": 60},
+        "sampling": {"top_p": 0.8, "top_k": 20}, "role_sampling": {"judge": {"top_p": 1.0}, "debater": {"min_p": 0.05}}}
 SCRIPTED = {**scripted_model(), "responder": "oracle:respond", "judge_mode": "always_correct"}
 
 
@@ -55,6 +56,9 @@ BAD = [
     ("judge mode unknown", {**SCRIPTED, "judge_mode": "lenient"}, "judge_mode"),
     ("responder not module:function", {**SCRIPTED, "responder": "oracle.respond"}, "responder"),
     ("resources typo", {**VLLM, "resources": {"gpus": 1}}, "gpus"),
+    ("unknown call role", {**VLLM, "role_sampling": {"chair": {"top_p": 0.5}}}, "chair"),
+    ("role sampling typo", {**VLLM, "role_sampling": {"judge": {"topp": 0.5}}}, "topp"),
+    ("role sampling on transformers", {**SMOLLM2, "role_sampling": {"judge": {"top_p": 0.5}}}, "role_sampling"),
 ]
 
 

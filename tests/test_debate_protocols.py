@@ -19,7 +19,7 @@ from lmad.solver import derive_seed, sample_rows, solver_request
 
 PROMPTS = {p.stem: load_prompt(p) for p in (REPO / "config" / "prompts").glob("*.txt")}
 PERSONAS = [0.1, 0.5, 0.9]
-AUX = {"advice": 32, "judge": 32, "moderator": 32}
+AUX = {"advice": 32, "judge": 32, "moderator": 32, "chair": 32}
 CONTEXT = [{"title": "Alpha", "sentences": ["Alpha is a city."]}, {"title": "Beta", "sentences": ["Beta is a town."]}]
 QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa",
               "question": f"Which place is meant in question {i}?",
@@ -433,10 +433,12 @@ def test_every_method_at_the_defaults_has_the_documented_call_count():
     def respond(req):
         if req.constraint:
             return '{"decided": false, "answer": ""}' if "judge" in system(req) else '{"answer": "Alpha"}'
+        if req.temperature not in PERSONAS:  # the chair (temperature 0)
+            return "Answer: Alpha"
         return f"Answer: {['Alpha', 'Beta', 'Gamma'][PERSONAS.index(req.temperature)]}"
 
     expected = {"mad": 9, "consensus": 9, "promptmad": 9, "truemad": 21, "computemad": 21, "selfadvicemad": 21,
-                "dmad-manners": 12, "truedmad": 24, "dmad": 10}
+                "dmad-manners": 12, "truedmad": 24, "dmad": 10, "chair": 10}
     assert set(expected) == set(PROTOCOLS)
     for method, calls in expected.items():
         _, preds, _ = debate(method, respond)
@@ -476,7 +478,7 @@ def test_settings_resolve_from_config():
 
 
 def test_templates_exist_for_every_config_role():
-    config_roles = {p.stem for p in Path(REPO / "config" / "prompts").glob("debate_*.txt")}
+    config_roles = {p.stem for p in Path(REPO / "config" / "prompts").glob("debate_*.txt")} | {"chair"}
     used = {r for p in PROTOCOLS.values() for t in (0, 1)
             for r in p.prompt_roles(t, True, ("io", "cot", "stepback", "selfrefine"), False)} - {"solver"}
     assert used == config_roles

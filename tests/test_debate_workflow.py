@@ -29,6 +29,7 @@ def test_every_debate_method_runs_to_predictions(workdir):
     # 3 agents, R = 2 unless configured; the test double's judge always decides at once
     assert calls == {"mad": {9}, "promptmad": {9}, "truemad": {4 + 2 * (12 + 4)}, "computemad": {21},
                      "selfadvicemad": {21}, "dmad-manners": {12}, "truedmad": {24}, "dmad": {3},
+                     "chair": {3 + 3 * 3 + 1},  # timing per_turn: 3 rounds (config chair), then the chair
                      "consensus": calls["consensus"]} and calls["consensus"] <= set(range(3, 10, 3))
     proposals = read_table("samples", base / "samples" / "proposals.parquet")
     for method in ("mad", "consensus", "computemad"):

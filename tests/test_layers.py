@@ -19,7 +19,7 @@ LAYERS = [
     # the model seam: every backend, the call cache, served vLLM, batching by backend
     ("backends", ["lmad.backends"]),
     # what a model is asked and how its reply is read, shared by every method
-    ("calls", ["lmad.prompts", "lmad.solver", "lmad.societies", "lmad.disagreement_labels"]),
+    ("calls", ["lmad.prompts", "lmad.solver", "lmad.societies", "lmad.committees", "lmad.disagreement_labels"]),
     ("protocols", ["lmad.protocols"]),
     ("registry", ["lmad.registry"]),
     # what the studies compute from saved tables and model calls

@@ -95,14 +95,16 @@ def test_registry():
     from lmad.societies import SELECTORS
 
     assert names("single") == ["cot", "sc", "sc-matched"]
-    assert [m for m in names("lmad") if METHODS[m].tone == "neutral" and not METHODS[m].society] == TABLE2_METHODS == [
-        "lmad", "lmad-concrete", "lmad-always"]
+    assert [m for m in names("lmad") if METHODS[m].tone == "neutral" and not METHODS[m].society
+            and METHODS[m].structure == "chain"] == TABLE2_METHODS == ["lmad", "lmad-concrete", "lmad-always"]
+    assert names("lmad")[5:8] == ["lmad-dag", "lmad-dag-concrete", "lmad-dag-always"]  # graph LMAD, no Table 2 column
     assert names("lmad")[3:5] == ["lmad@friendly", "lmad@hostile"]  # toned Strict LMAD, not Table 2 columns
     assert {m.rule for m in METHODS.values()} == {"predict", "lmad_predict", "debate_predict"}
     assert all(m.protocol is not None for m in METHODS.values() if m.family == "debate")
     assert [m.label for m in METHODS.values() if m.tone == "neutral" and m.society is None] == [
-        "CoT", "SC", "SC (matched tokens)", "LMAD", "Concrete", "Always", "MAD", "Cons.", "PromptMAD", "TrueMAD", "ComputeMAD",
-        "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD"]
+        "CoT", "SC", "SC (matched tokens)", "LMAD", "Concrete", "Always", "LMAD-DAG", "Concrete (DAG)", "Always (DAG)",
+        "MAD", "Cons.", "PromptMAD", "TrueMAD", "ComputeMAD",
+        "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD", "Chair"]
     # every debating method with each selector's society: a method (and label) of its own, after the rest
     societies = [m for m in METHODS.values() if m.society]
     assert {(m.protocol.name, m.society) for m in societies if m.protocol} == {(p, s) for p in PROTOCOLS

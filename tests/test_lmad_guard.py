@@ -128,7 +128,8 @@ def test_policies_gate_on_different_checks():
     # each policy with each selected society (lmad+ac-greedy …) keeps its policy
     societies = {f"{m}+{sel}": policy for m, policy in list(plain.items())[:3]
                  for sel in ("ac-greedy", "sc-greedy", "top-k", "default")}
-    assert {m: METHODS[m].policy for m in names("lmad")} == plain | societies
+    graph = {"lmad-dag": "strict", "lmad-dag-concrete": "concrete", "lmad-dag-always": "always"}  # graph LMAD
+    assert {m: METHODS[m].policy for m in names("lmad")} == plain | societies | graph
 
 
 DERRICKSON = "Were Scott Derrickson and Ed Wood of the same nationality?"

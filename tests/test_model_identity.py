@@ -113,3 +113,54 @@ def test_a_long_batch_logs_done_total_speed_and_eta(tmp_path, caplog, monkeypatc
     lines = [r.getMessage() for r in caplog.records if "calls," in r.getMessage()]
     assert len(lines) == 5 and lines[-1].startswith("model m@test-double|scripted: 5/5 calls, ")
     assert "generated tokens/s, ETA 0:00:00" in lines[-1]
+
+
+def role_requests(role):
+    return [ChatRequest(messages=(("user", f"{role} q{i}"),), temperature=0.5, seed=i, max_tokens=8, role=role)
+            for i in range(3)]
+
+
+def issued_by_role(spec, cache):
+    backend = open_backend(spec, cache)
+    backend.generate(role_requests("judge") + role_requests("solver"))
+    return backend.misses
+
+
+def test_a_role_override_reissues_that_roles_calls_only(tmp_path):
+    spec = BASE["scripted"]
+    assert issued_by_role(spec, tmp_path) == 6 and issued_by_role(spec, tmp_path) == 0
+    judged = {**spec, "role_sampling": {"judge": {"top_p": 0.5}}}
+    assert issued_by_role(judged, tmp_path) == 3       # the judge's 3 calls, not the solver's
+    assert issued_by_role(judged, tmp_path) == 0
+    # an override that equals what the model's calls get anyway changes no key
+    assert issued_by_role({**spec, "role_sampling": {"judge": {"top_p": 1.0}, "solver": {"top_k": -1}}}, tmp_path) == 0
+    # over a model-wide setting: back to the neutral value is a change for that role
+    wide = {**spec, "sampling": {"top_p": 0.9}}
+    assert issued_by_role(wide, tmp_path) == 6
+    assert issued_by_role({**wide, "role_sampling": {"judge": {"top_p": 0.9}}}, tmp_path) == 0
+    assert issued_by_role({**wide, "role_sampling": {"judge": {"top_p": 1.0}}}, tmp_path) == 3
+
+
+def test_the_role_override_reaches_the_wire():
+    """Served and offline vLLM get the same effective settings: the model's, then the role's."""
+    from dataclasses import replace
+
+    from lmad.backends.openai_backend import request_body
+
+    req = replace(role_requests("judge")[0], sampling=(("top_p", 0.5),))
+    body = request_body("m", req, sampling={"top_p": 0.9, "top_k": 20})
+    assert body["top_p"] == 0.5 and body["top_k"] == 20
+
+
+def test_every_call_role_is_in_the_schema_and_no_other():
+    from pathlib import Path
+
+    import yaml
+
+    from lmad.backends.base import CALL_ROLES
+
+    schema = yaml.safe_load((Path(__file__).parents[1] / "config/schema/config.schema.yaml").read_text())
+    model = schema["properties"]["models"]["additionalProperties"]["properties"]
+    assert model["role_sampling"]["propertyNames"]["enum"] == list(CALL_ROLES)
+    with pytest.raises(ValueError, match="unknown call role 'chair'"):
+        ChatRequest(messages=(("user", "q"),), role="chair")

@@ -13,6 +13,7 @@ import time
 
 import polars as pl
 import pytest
+import yaml
 
 from conftest import REPO, make_config, scripted_model, stored_calls
 
@@ -35,6 +36,15 @@ def env(workdir):
 def setup(workdir):
     make_config(workdir, n=1, models={MODEL: {**scripted_model(), "responder": "keylog:respond"}}, backbones=[MODEL],
                 methods=("cot", "sc", "lmad", "mad"), lmad={"iterations": 2, "local_rounds": 1}, debate={"rounds": 2})
+
+
+def setup_small(workdir):
+    """One dataset, CoT, SC and MAD: the SLURM resume test's run (tests/test_slurm.py)."""
+    setup(workdir)
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["datasets"] = {"hotpotqa": {**config["datasets"]["hotpotqa"], "n": 2}}
+    config["methods"] = ["cot", "sc", "mad"]
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 
 def logged(workdir) -> list[str]:

@@ -213,7 +213,7 @@ def cluster(tmp_path_factory):
             _stop(proc)
 
 
-def run_on_slurm(cluster, workdir, *extra, timeout=900, placement=()):
+def slurm_command(cluster, workdir, *extra, placement=()):
     """``placement``: default resources such as slurm_partition=…, as a user gives them."""
     args = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
             "--configfile", str(workdir / "config.yaml"), "--profile", str(SLURM_PROFILE),
@@ -221,9 +221,14 @@ def run_on_slurm(cluster, workdir, *extra, timeout=900, placement=()):
             "--latency-wait", "10", "--local-cores", "1"]
     if cluster["real_mem"] < 3 * 4000 or placement:  # the profile's default mem_mb would not fit this node
         args += ["--default-resources", f"mem_mb={min(4000, cluster['real_mem'] // 4)}", "runtime=60", *placement]
+    return [*args, *extra]
+
+
+def run_on_slurm(cluster, workdir, *extra, timeout=900, placement=()):
+    args = slurm_command(cluster, workdir, *extra, placement=placement)
     env = {**cluster["env"], "LMAD_ALLOW_TEST_DOUBLE": "1"}
     start = time.time()
-    proc = subprocess.run([*args, *extra], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
     proc.seconds = time.time() - start
     return proc
 
@@ -332,3 +337,57 @@ def test_a_served_model_gets_one_server_job(cluster, tmp_path):
     assert servers[0][2:] == ["debug", "lmad-test"], servers   # the profile's placement
     assert not list((tmp_path / ".lmad" / "serve").glob("*.json"))
     assert (tmp_path / "results" / "smol" / "analysis" / "table.md").stat().st_size > 0
+
+
+def test_kill_9_of_the_slurm_run_then_the_same_command_resumes(cluster, tmp_path):
+    """Resume under the SLURM profile (docs/running.md "Resume after a kill"): the head process
+    is killed -9 mid-run at a seeded call count; the jobs it had submitted run on in SLURM and
+    are left to end, as after a lost login node. The same command then completes, re-issues no
+    call the store held when it started, and writes the tables of an uninterrupted local run."""
+    import random
+    import signal
+
+    import test_resume as rh
+    from conftest import stored_calls
+
+    baseline = tmp_path / "uninterrupted"
+    baseline.mkdir()
+    rh.setup_small(baseline)
+    rh.run(baseline)
+    base_calls, base_tables = rh.logged(baseline), rh.tables(baseline)
+    assert len(base_calls) == len(set(base_calls)) > 10
+
+    workdir = tmp_path / "killed"
+    workdir.mkdir()
+    rh.setup_small(workdir)
+    keylog = rh.env(workdir)  # the responder's log and the jobs' PYTHONPATH, over the cluster's environment
+    env = {**cluster["env"], **{k: keylog[k] for k in ("KEYLOG_PATH", "KEYLOG_MODEL", "PYTHONPATH")}}
+    cluster = {**cluster, "env": env}
+    kill_at = int(len(base_calls) * random.Random(2026).uniform(0.3, 0.7))
+    args = slurm_command(cluster, workdir)
+    head_log = open(tmp_path / "head.log", "w")
+    head = subprocess.Popen(args, cwd=workdir, env={**env, "LMAD_ALLOW_TEST_DOUBLE": "1"}, stdout=head_log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while len(rh.logged(workdir)) < kill_at and head.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert head.poll() is None, "the run ended before its kill point:\n" + (tmp_path / "head.log").read_text()[-6000:]
+    os.killpg(head.pid, signal.SIGKILL)  # Snakemake and its local jobs; the SLURM jobs are not its children
+    head.wait()
+    _wait_for(lambda: not _run(["squeue", "-h", "-t", "PD,R,CG"], env=env).stdout.strip(), 300,
+              "the dead run's SLURM jobs to end")
+    before = rh.logged(workdir)
+    finished = {key for _, key in stored_calls(workdir / "cache")}
+
+    proc = run_on_slurm(cluster, workdir)  # the same command as the first run
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-8000:]
+    after = rh.logged(workdir)[len(before):]
+    print(f"SLURM kill at {len(before)} of {len(base_calls)} calls ({kill_at} asked); {len(finished)} stored; "
+          f"resume issued {len(after)} in {proc.seconds:.0f} s")
+    assert not finished & set(after)
+    assert set(after) | finished == set(base_calls)
+    got = rh.tables(workdir)
+    assert got.keys() == base_tables.keys()
+    for name, table in base_tables.items():
+        assert got[name].equals(table) if hasattr(table, "equals") else got[name] == table, name

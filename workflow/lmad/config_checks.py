@@ -2,6 +2,7 @@
 before any job, so a mistake fails at once and names its key."""
 from __future__ import annotations
 
+from .committees import is_committee
 from .data.loaders import dataset_type
 from .protocols.debate import setting_of
 from .registry import method
@@ -54,7 +55,10 @@ def check_config(config: dict, allow_test_double: bool) -> None:
                     f"config models.{name}.backend: 'scripted' is the test double and is only "
                     "allowed in the test suite (LMAD_ALLOW_TEST_DOUBLE=1)"
                 )
-    for name in [*config["backbones"], config["judge"]["model"]]:
+    check_committees(config)
+    for backbone in [b for b in config["backbones"] if is_committee(config, b)]:
+        check_committee_methods(backbone, config)
+    for name in [*[b for b in config["backbones"] if not is_committee(config, b)], config["judge"]["model"]]:
         if name not in config["models"]:
             raise ValueError(f"config: model {name!r} is used but not defined under 'models'")
     for name in config.get("backbone_n") or {}:
@@ -97,3 +101,42 @@ def check_lmad_society(name: str, config: dict) -> int:
         raise ValueError(f"config {size_key(selector)}: the {selector} society has {size} member(s); LMAD with a "
                          "society needs at least 2")
     return size
+
+
+def check_committees(config: dict) -> None:
+    """Config ``committees`` (lmad.committees): a name that is no model's, members and role models
+    defined under ``models``."""
+    for name, entry in (config.get("committees") or {}).items():
+        where = f"config committees.{name}"
+        if name in config["models"]:
+            raise ValueError(f"{where}: the name is also a model under 'models'; a backbone name must say which it is")
+        for i, member in enumerate(entry["members"]):
+            if member["model"] not in config["models"]:
+                raise ValueError(f"{where}.members[{i}].model: {member['model']!r} is not defined under 'models'")
+        for role, model in (entry.get("roles") or {}).items():
+            if model not in config["models"]:
+                raise ValueError(f"{where}.roles.{role}: {model!r} is not defined under 'models'")
+
+
+def check_committee_methods(backbone: str, config: dict) -> None:
+    """What runs on a committee backbone: every debate method (enough members for it) and LMAD
+    (at least two members to disagree); not a selected society, matched-tokens SC, the society
+    pool or the layer-D probe, which are single-model studies."""
+    where = f"config committees.{backbone}.members"
+    for name in config["methods"]:
+        m = method(name)
+        if m.society:
+            raise ValueError(f"config methods: {name!r} debates with a selected society of one model's pool; it "
+                             f"does not run on committee {backbone!r} (backbones)")
+        if name == "sc-matched":
+            raise ValueError(f"config methods: 'sc-matched' does not run on committee {backbone!r} (backbones)")
+        if m.family == "debate":
+            setting_of(name, config, backbone)
+        elif m.family == "lmad" and len(config["committees"][backbone]["members"]) < 2:
+            raise ValueError(f"{where}: LMAD on a committee needs at least 2 members, got 1")
+    if (config.get("societies") or {}).get("enabled"):
+        raise ValueError(f"config societies.enabled: the society pool runs on one model; committee {backbone!r} "
+                         "is a backbone (backbones)")
+    if (config.get("disagreement") or {}).get("probe"):
+        raise ValueError(f"config disagreement.probe: layer D reads one model's log-probabilities; committee "
+                         f"{backbone!r} is a backbone (backbones)")

@@ -86,4 +86,4 @@ def self_report_request(turn: ChatRequest, reply: str, prompt: Prompt, seed: int
     reply) followed by the self-report question, at the turn's temperature, JSON-constrained."""
     return ChatRequest(messages=(*turn.messages, ("assistant", reply), *prompt.render()),
                        temperature=float(turn.temperature), max_tokens=SELF_REPORT_MAX_TOKENS, seed=seed,
-                       constraint={"json": SELF_REPORT_SCHEMA})
+                       constraint={"json": SELF_REPORT_SCHEMA}, role="self_report")

@@ -81,7 +81,8 @@ def judge_schema(options: Sequence[str]) -> dict:
 def judge_request(prompt: Prompt, question: dict, options: Sequence[str], max_tokens: int) -> ChatRequest:
     listed = "\n".join(f"- {o}" for o in options)
     return ChatRequest(messages=prompt.render(**question_fields(question), candidates=listed),
-                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint=judge_schema(options))
+                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint=judge_schema(options),
+                       role="finalizer")
 
 
 def verifier_schema() -> dict:
@@ -92,7 +93,8 @@ def verifier_schema() -> dict:
 
 def verify_request(prompt: Prompt, question: dict, candidate: str, max_tokens: int) -> ChatRequest:
     return ChatRequest(messages=prompt.render(**question_fields(question), candidate=candidate),
-                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"json": verifier_schema()})
+                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"json": verifier_schema()},
+                       role="finalizer")
 
 
 # ----------------------------------------------------------------------------- parsers

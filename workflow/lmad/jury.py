@@ -29,7 +29,7 @@ CHOICES = ("1", "2", "tie")
 def jury_request(prompt: Prompt, question: dict, first: str, second: str, max_tokens: int) -> ChatRequest:
     return ChatRequest(messages=prompt.render(**question_fields(question), first=first.strip() or "(empty)",
                                               second=second.strip() or "(empty)"),
-                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"choice": list(CHOICES)})
+                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"choice": list(CHOICES)}, role="jury")
 
 
 def parse_choice(text) -> str:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import layout
+from . import committees, layout
 from .data import ANSWER_TYPE
 from .data.loaders import dataset_type
 from .job_resources import model_sizing
 from .layout import shard_name, shard_names
 from .protocols.debate import setting_of
-from .registry import METHODS, TABLE2_METHODS, names
+from .registry import METHODS, TABLE2_METHODS, TRACE_FIGURE_METHODS, names
 from .societies import split_society
 from .tones import tone_role
 
@@ -161,24 +161,56 @@ class Plan:
 
     def model_spec(self, name: str) -> dict:
         """A model's config entry (``name``: the model, or a run of it), with the converted-weights
-        folder for GGUF sources."""
+        folder for GGUF sources; a committee's: its first member's, with the committee
+        (lmad.committees.committee_param)."""
         name = layout.model_of(name)
+        if committees.is_committee(self.config, name):
+            return committees.committee_param(self.config, name, self.model_spec)
         models = self.config["models"]
         spec = {"name": name, **models[name]}
         if "gguf" in spec:
-            spec["model"] = f"resources/models/{name}"
+            spec["model"] = self._converted(name)
         if spec.get("serve"):  # the server's own SLURM job is sized like an offline stage job
             spec["server_resources"] = model_sizing(models, name, served_as_client=False)
         # job sizing (resources:) is scheduling only: it never reaches the backend or params
         return {k: v for k, v in spec.items() if k not in ("gguf", "resources")}
 
+    def models_of(self, name: str) -> list[str]:
+        """The models a backbone's (or a run's) jobs call: a committee's every member and role model."""
+        return committees.models_of(self.config, layout.model_of(name))
+
+    def agent_temperatures(self, backbone: str) -> list[float]:
+        """The temperatures of a backbone's agents (the proposals, LMAD): a committee's members'."""
+        return committees.agent_temperatures(self.config, layout.model_of(backbone))
+
+    def _converted(self, name: str) -> str:
+        """The converted-weights folder of a GGUF model: the first model's (config order) with the same
+        GGUF, so a perturbed copy of a model (``perturb:``) converts nothing twice."""
+        gguf = self.config["models"][name]["gguf"]
+        first = next(m for m, spec in self.config["models"].items() if spec.get("gguf") == gguf)
+        return f"resources/models/{first}"
+
     def model_files(self, name: str) -> list[str]:
-        name = layout.model_of(name)
-        return [f"resources/models/{name}"] if "gguf" in self.config["models"][name] else []
+        return list(dict.fromkeys(self._converted(m) for m in self.models_of(name) if "gguf" in self.config["models"][m]))
 
     def model_threads(self, name: str) -> int:
-        spec = self.config["models"][layout.model_of(name)]
-        return 1 if spec.get("serve") else spec.get("threads", 1)  # a served model's jobs are HTTP clients
+        def threads(spec: dict) -> int:
+            return 1 if spec.get("serve") else spec.get("threads", 1)  # a served model's jobs are HTTP clients
+
+        # a committee job runs its members' batches one after the other: the most any of them uses
+        return max(threads(self.config["models"][m]) for m in self.models_of(name))
+
+    def sizing(self, name: str) -> dict:
+        """A backbone's job resources: a committee job holds every member model, so each resource is
+        the largest any member asks for (placement strings: the first member's that sets one)."""
+        out: dict = {}
+        for m in self.models_of(name):
+            for key, value in model_sizing(self.config["models"], m).items():
+                if key not in out:
+                    out[key] = value
+                elif isinstance(value, (int, float)) and isinstance(out[key], (int, float)):
+                    out[key] = max(out[key], value)
+        return out
 
     def judge_params(self) -> dict:
         """The params of a stage run by the run's judge model (validation, layer B, the rubric)."""
@@ -194,19 +226,20 @@ class Plan:
         {juror}, over the jurors), one function per resource any of ``models`` sets (a model that
         does not set it gets None, i.e. the resource is left unset)."""
         if name is not None:
-            return model_sizing(self.config["models"], name)
+            return self.sizing(name)
         models = self.config["backbones"] if models is None else models
-        keys = sorted(set().union(*(model_sizing(self.config["models"], m) for m in models)))
+        keys = sorted(set().union(*(self.sizing(m) for m in models)))
         return {key: self._wildcard_resource(key, wildcard) for key in keys}
 
     def _wildcard_resource(self, key: str, wildcard: str):
-        return lambda w: model_sizing(self.config["models"], layout.model_of(getattr(w, wildcard))).get(key)
+        return lambda w: self.sizing(getattr(w, wildcard)).get(key)
 
     def served_client_rules(self, defined: set[str]) -> list[str]:
         """Model rules every model of which is served: their jobs only talk to the model's server,
         so on SLURM they run on the submit host and hold no allocation while they wait; the
         server is the model's one SLURM job (lmad.backends.serve). ``defined``: the workflow's rule names."""
-        models = {"backbone": self.config["backbones"], "judge": [self.judge], "juror": self.jurors}
+        models = {"backbone": [m for b in self.config["backbones"] for m in self.models_of(b)], "judge": [self.judge],
+                  "juror": self.jurors}
         served = {kind: all(self.config["models"][m].get("serve") for m in ms) for kind, ms in models.items()}
         return [rule for kind, rules in MODEL_RULES.items() if served[kind] for rule in rules if rule in defined]
 
@@ -254,12 +287,38 @@ class Plan:
                  "methods": self.methods}
         return {key: scope[key] for key in keys}
 
+    # ---- costs by model (rules/analysis.smk: costs_by_model)
+
+    def cost_call_tables(self, wildcards) -> list[str]:
+        """Every table of calls the backbone's predictions cost: a single-round method's samples, each
+        debate round's answers and steps, each LMAD trace (its call log), dataset after dataset."""
+        b, out = wildcards.backbone, []
+        for d in self.datasets:
+            for m in self.methods:
+                family = METHODS[m].family
+                if family == "single":
+                    out.append(layout.samples(b, d, METHODS[m].samples))
+                elif family == "debate":
+                    out += [layout.debate_round(b, d, m, t, part) for t in self.rounds_of(m) for part in ("", "_steps")]
+                else:
+                    out.append(layout.lmad_trace(b, d, m))
+        return list(dict.fromkeys(out))
+
+    def cost_models(self, backbone: str) -> dict:
+        """Params: the model of each agent index (``members``) and of each role of no agent (lmad.committees)."""
+        name = layout.model_of(backbone)
+        if committees.is_committee(self.config, name):
+            return {"members": [m["model"] for m in committees.members_of(self.config, name)],
+                    "roles": committees.roles_of(self.config, name)}
+        return {"members": [name], "roles": dict.fromkeys(committees.ROLES, name)}
+
     # ---- what `rule all` builds
 
     def all_outputs(self) -> list[str]:
         """Every target of `rule all`."""
         replicates = [layout.analysis(b, "replicates.md") for b in self.config["backbones"]] if self.seeds else []
-        return ([layout.analysis(b, name) for b in self.backbones for name in ("table.md", "accuracy.png")]
+        return ([layout.analysis(b, name) for b in self.backbones
+                 for name in ("table.md", "accuracy.png", "costs_by_model.md")]
                 + replicates + [layout.MANIFEST, self.judge_validation_file("validation.md"), *self.paper_outputs(),
                                 *self.opinion_outputs(), *self.readout_outputs(), *self.society_outputs()])
 
@@ -338,11 +397,34 @@ class Plan:
         roles = sorted({tone_role(METHODS[m].tone) for m in self.lmad_methods} - {None})
         return {f"prompt_{role}": self.config["prompts"][role] for role in roles}
 
+    def lmad_dag(self) -> bool:
+        """Whether the run has a graph LMAD method (lmad-dag, …; registry ``structure``)."""
+        return any(METHODS[m].structure == "dag" for m in self.lmad_methods)
+
+    def lmad_premise_prompt(self) -> dict:
+        """The premise extractor's prompt: an input of lmad_extract only in a run with a graph LMAD
+        method, so editing it never reruns a chain-only run's extraction."""
+        return {"premise_prompt": self.config["prompts"]["extractor_premises"]} if self.lmad_dag() else {}
+
+    def lmad_graph_params(self) -> dict:
+        """lmad_localize's graph settings (config ``lmad.graph``), only in a run with a graph LMAD method."""
+        graph = self.config["lmad"]["graph"]
+        return {"max_conflicts": graph["max_conflicts"], "align_jaccard": graph["align_jaccard"]} if self.lmad_dag() else {}
+
     # ---- debate baselines (rules/debate.smk): one job per (backbone, method, round)
 
-    def debate_setting(self, method: str):
-        """Agents, temperatures, rounds and manners of a debate method (config ``debate``)."""
-        return setting_of(method, self.config)
+    def debate_setting(self, method: str, backbone: str | None = None):
+        """Agents, temperatures, rounds and manners of a debate method (config ``debate``); on a
+        committee backbone (or a run of one) its members are the agents. Rounds never depend on it."""
+        return setting_of(method, self.config, None if backbone is None else layout.model_of(backbone))
+
+    def aux_max_tokens(self, method: str) -> dict:
+        """Budgets of a debate round's calls of no agent: config ``debate.max_tokens``, plus the
+        chair's (config ``chair.max_tokens``) for the chair's methods only, so no other job's params change."""
+        budgets = dict(self.config["debate"]["max_tokens"])
+        if METHODS[method].protocol.final == "chair":
+            budgets["chair"] = self.config["chair"]["max_tokens"]
+        return budgets
 
     def rounds_of(self, method: str, first: int = 0) -> range:
         """A debate method's saved rounds, ``first`` .. R."""
@@ -363,7 +445,7 @@ class Plan:
         templates this round uses, so editing one reruns only its rounds. A method with a society
         reads the society file in every round, so a re-selection reruns all of them."""
         t, method = int(wildcards.debate_round), wildcards.debate_method
-        setting = self.debate_setting(method)
+        setting = self.debate_setting(method, wildcards.backbone)
         inputs = {"members": layout.society(wildcards.backbone, "members")} if setting.society else {}
         if t == 0 and setting.shares_proposals:
             inputs["proposals"] = self.proposal_tables(wildcards)
@@ -440,15 +522,15 @@ class Plan:
             out += [layout.paper(n) for n in ("table2.csv", "table2.md", "table2.tex", "table2_checks.csv")]
         if self.debate_methods:
             out += [layout.paper(n) for n in ("rounds.png", "dynamics.csv", "dynamics.md")]
-        if "lmad" in self.methods:
+        if any(m in self.methods for m in TRACE_FIGURE_METHODS):
             out.append(layout.paper("lmad_trace.png"))
         out += self.disagreement_outputs() + self.process_outputs() + self.jury_outputs()
         return out + [layout.paper(f"viewer/{b}.html") for b in self.backbones]
 
     def paper_figures(self) -> list[str]:
-        """The figures rule paper_figures draws: rounds needs a debate method, lmad_trace the lmad method."""
+        """The figures rule paper_figures draws: rounds needs a debate method, lmad_trace lmad or lmad-dag."""
         return (["accuracy", "pareto"] + ["rounds"] * bool(self.debate_methods)
-                + ["lmad_trace"] * ("lmad" in self.methods))
+                + ["lmad_trace"] * any(m in self.methods for m in TRACE_FIGURE_METHODS))
 
     # ---- When Debate Helps (rules/finalizers.smk, readout.smk, societies.smk)
 

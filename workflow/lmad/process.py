@@ -42,7 +42,7 @@ RUBRIC_SCHEMA = {
 def rubric_request(prompt: Prompt, question: str, parent: str, own: str, reply: str, max_tokens: int) -> ChatRequest:
     return ChatRequest(messages=prompt.render(question=question, parent=parent, own=own.strip() or "(none)",
                                               reply=reply.strip()),
-                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"json": RUBRIC_SCHEMA})
+                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"json": RUBRIC_SCHEMA}, role="rubric")
 
 
 def parse_rubric(text) -> tuple[dict | None, str]:

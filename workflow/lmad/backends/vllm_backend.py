@@ -186,7 +186,7 @@ class VLLMBackend(Backend):
             max_tokens=req.max_tokens,
             seed=req.seed,
             stop=list(req.stop) or None,
-            **self.sampling,
+            **(self.sampling | dict(req.sampling)),  # the model's settings, then the call role's
             **self._structured.kwargs(req.constraint),
         )
 

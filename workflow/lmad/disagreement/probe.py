@@ -54,7 +54,7 @@ def probe_request(question: str, answer: str, said: str | None) -> ChatRequest:
     user = (f"Question: {question}\n\n{frame}Proposition: The answer to the question is {answer}.\n\n"
             f"How much do you agree with the proposition?\n{options}\nReply with one letter.")
     return ChatRequest(messages=(("system", "You rate propositions on a seven-point scale."), ("user", user)),
-                       temperature=0.0, max_tokens=1, seed=0)
+                       temperature=0.0, max_tokens=1, seed=0, role="probe")
 
 
 def cells(question: dict, proposals: Sequence[dict]) -> list[dict]:

@@ -50,7 +50,7 @@ def parent_text(turns: Mapping[int, str]) -> str:
 def pushback_request(prompt: Prompt, parent: str, reply: str, max_tokens: int) -> ChatRequest:
     """The one judge call, for real replies and battery items alike (deterministic, JSON-constrained)."""
     return ChatRequest(messages=prompt.render(parent=parent, reply=reply.strip()), temperature=0.0,
-                       max_tokens=max_tokens, seed=0, constraint={"json": PUSHBACK_SCHEMA})
+                       max_tokens=max_tokens, seed=0, constraint={"json": PUSHBACK_SCHEMA}, role="pushback")
 
 
 def turn_order(protocol: Protocol) -> list[int]:

@@ -10,6 +10,7 @@ import polars as pl
 from .. import layout
 from ..answer_types import as_gold, gold_correct, majority_vote
 from ..plotting import pyplot, save
+from ..registry import TRACE_FIGURE_METHODS
 from ..stats import wilson_interval
 from . import label
 from .dynamics import correctness_by_round, dynamics
@@ -148,15 +149,16 @@ def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None
     save(fig, png, pdf, "round-wise accuracy")
 
 
-def select_trace_questions(trace: pl.DataFrame, judged: pl.DataFrame, golds: dict, k: int) -> list[dict]:
+def select_trace_questions(trace: pl.DataFrame, judged: pl.DataFrame, golds: dict, k: int,
+                           method: str = "lmad") -> list[dict]:
     """LMAD questions whose initial majority was wrong and LMAD's answer right (official EM, or the
     answer type's own rule, so the pick never rests on an unvalidated judge); otherwise the first
-    questions with a debate."""
+    questions with a debate. ``method``: the LMAD method whose trace picks them."""
     if trace.is_empty():  # no LMAD trace in the run
         return []
-    t = trace.filter(pl.col("method") == "lmad").sort("backbone", "dataset", "qid", "iteration")
+    t = trace.filter(pl.col("method") == method).sort("backbone", "dataset", "qid", "iteration")
     ok = {(r["backbone"], r["dataset"], r["qid"]) for r in
-          judged.filter((pl.col("method") == "lmad") & (pl.col("em") == 1.0)).to_dicts()}
+          judged.filter((pl.col("method") == method) & (pl.col("em") == 1.0)).to_dicts()}
     debated, chosen = [], []
     for key, g in t.group_by("backbone", "dataset", "qid", maintain_order=True):
         first = g.row(0, named=True)
@@ -168,60 +170,89 @@ def select_trace_questions(trace: pl.DataFrame, judged: pl.DataFrame, golds: dic
         if key in ok and not gold_correct(vote, gold):
             chosen.append(g)
     picked = (chosen + [g for g in debated if not any(g is c for c in chosen)])[:k]
-    return [{"backbone": g["backbone"][0], "dataset": g["dataset"][0], "qid": g["qid"][0],
+    return [{"backbone": g["backbone"][0], "dataset": g["dataset"][0], "qid": g["qid"][0], "method": method,
              "iterations": g.to_dicts()} for g in picked]
 
 
-def _box(ax, x, y, text, color, w=2.6, h=0.8):
+def _box(ax, x, y, text, color, w=2.6, h=0.8, lw=0.4):
     ax.add_patch(__import__("matplotlib.patches", fromlist=["FancyBboxPatch"]).FancyBboxPatch(
-        (x, y - h / 2), w, h, boxstyle="round,pad=0.05", fc=color, ec="black", lw=0.4))
+        (x, y - h / 2), w, h, boxstyle="round,pad=0.05", fc=color, ec="black", lw=lw))
     ax.text(x + w / 2, y, textwrap.shorten(text or "", 60), ha="center", va="center", fontsize=5, wrap=True)
 
 
+def _segment_of(it: dict, agent: int) -> set[int]:
+    """One-based claims of the agent's debated segment: its premise closure (graph LMAD), its prefix (chain)."""
+    if it.get("segment_indices"):
+        return set(it["segment_indices"][agent])
+    return set(range(1, (it["witness"] or [0] * len(it["chains"]))[agent] + 1))
+
+
+def _trace_panel(ax, q: dict, it: dict, hgt: int) -> None:
+    """One method's first debated iteration: each agent's claims (committed state green, debated
+    segment orange with the witnesses outlined, untouched grey), a graph method's premises as arcs
+    from each premise to the claim that uses it, the conflict, the positions and the repair."""
+    ax.set_xlim(-0.2, 3.2 * len(it["chains"]) + 3.4)
+    ax.set_ylim(-(hgt - 1.5), 1.5)
+    ax.axis("off")
+    ax.text(0, 1.1, textwrap.shorten(f"{q['backbone']} / {label(q['dataset'])} / {q['qid']} / {label(it['method'])} "
+                                     f"(iteration {it['iteration']}) — conflict: {it['conflict']}", 170),
+            fontsize=6, weight="bold")
+    for a, chain in enumerate(it["chains"]):
+        x = 3.2 * a
+        ax.text(x + 1.3, 0.45, f"agent {a}: {textwrap.shorten(it['answers'][a] or '', 30)}", ha="center", fontsize=6)
+        y = 0.0
+        for node in it["committed_before"] or []:
+            _box(ax, x, y, node, "#9be39b")
+            y -= 1
+        segment = _segment_of(it, a)
+        every = it.get("witnesses") or [[w] for w in it["witness"] or []]
+        witnesses = set(every[a]) if a < len(every) else set()
+        top = y
+        for t, node in enumerate(chain, start=1):
+            _box(ax, x, y, node, "#ffb35c" if t in segment else "#dddddd", lw=1.2 if t in witnesses else 0.4)
+            y -= 1
+        premises = (it.get("premises") or [[]] * len(it["chains"]))[a] or []
+        for t, ps in enumerate(premises, start=1):
+            for p in ps:  # an arc on the right edge, from premise p down to claim t, within the column gap
+                bulge = min(0.1 + 0.05 * (t - p), 0.3)
+                ax.annotate("", xy=(x + 2.65, top - (t - 1)), xytext=(x + 2.65, top - (p - 1)),
+                            arrowprops={"arrowstyle": "->", "lw": 0.5, "color": "#444",
+                                        "connectionstyle": f"arc3,rad={-2 * bulge / (t - p):.3f}"})
+        pos = [p for p in (it["positions"] or [[]])[-1:][0]] if it["positions"] else []
+        if a < len(pos):
+            ax.text(x + 1.3, y - 0.1, textwrap.shorten("debate: " + (pos[a] or ""), 70), ha="center",
+                    fontsize=5, style="italic")
+    xr = 3.2 * len(it["chains"])
+    verdict = {True: "admitted", False: "rejected", None: "no repair"}[it["admitted"]]
+    ax.text(xr, 0.45, f"repair ({verdict})", fontsize=6, weight="bold")
+    for j, node in enumerate(it["repair_nodes"] or []):
+        _box(ax, xr, -j, node, "#9be39b" if it["admitted"] else "#f4a6a6", w=3.2)
+
+
 def lmad_trace(trace: pl.DataFrame, judged: pl.DataFrame, golds: dict, png: str, pdf: str, k: int) -> None:
-    """Figures 2–3 style: per selected question and its first debated iteration, each agent's chain
-    (committed state green, localized segment orange with the witness last, untouched grey), the
-    conflict, the debate positions and the repair with the guard's verdict."""
+    """Figures 2–3 style: per selected question (picked on chain LMAD's trace, else on the first
+    of ``TRACE_FIGURE_METHODS`` in the run) and each of those methods that debated it, the first
+    debated iteration (``_trace_panel``); graph LMAD's panel draws its premises."""
     plt = pyplot()
-    picked = select_trace_questions(trace, judged, golds, k)
-    if not picked:
+    present = [m for m in TRACE_FIGURE_METHODS if not trace.is_empty() and (trace["method"] == m).any()]
+    picked = select_trace_questions(trace, judged, golds, k, present[0]) if present else []
+    panels = []
+    for q in picked:
+        for m in present:
+            rows = (q["iterations"] if m == q["method"] else trace.filter(
+                (pl.col("method") == m) & (pl.col("backbone") == q["backbone"]) & (pl.col("dataset") == q["dataset"])
+                & (pl.col("qid") == q["qid"])).sort("iteration").to_dicts())
+            it = next((i for i in rows if i["conflict"] is not None), None)
+            if it is not None:
+                panels.append((q, it, 3 + max([len(c) for c in it["chains"]] + [1]) + len(it["committed_before"] or [])))
+    if not panels:
         fig, ax = plt.subplots(figsize=(4, 1))
         ax.axis("off")
         ax.text(0.5, 0.5, "no LMAD question with a localized conflict", ha="center")
         save(fig, png, pdf, "LMAD trace")
         return
-    heights = []
-    for q in picked:
-        it = next(i for i in q["iterations"] if i["conflict"] is not None)
-        heights.append(3 + max([len(c) for c in it["chains"]] + [1]) + len(it["committed_before"] or []))
-    fig, axes = plt.subplots(len(picked), 1, figsize=(9, 0.55 * sum(heights)), squeeze=False)
-    for ax, q, hgt in zip(axes[:, 0], picked, heights):
-        it = next(i for i in q["iterations"] if i["conflict"] is not None)
-        ax.set_xlim(-0.2, 3.2 * len(it["chains"]) + 3.4)
-        ax.set_ylim(-(hgt - 1.5), 1.5)
-        ax.axis("off")
-        ax.text(0, 1.1, textwrap.shorten(f"{q['backbone']} / {label(q['dataset'])} / {q['qid']} "
-                                         f"(iteration {it['iteration']}) — conflict: {it['conflict']}", 170),
-                fontsize=6, weight="bold")
-        for a, chain in enumerate(it["chains"]):
-            x = 3.2 * a
-            ax.text(x + 1.3, 0.45, f"agent {a}: {textwrap.shorten(it['answers'][a] or '', 30)}", ha="center", fontsize=6)
-            y = 0.0
-            for node in it["committed_before"] or []:
-                _box(ax, x, y, node, "#9be39b")
-                y -= 1
-            witness = (it["witness"] or [0] * len(it["chains"]))[a]
-            for t, node in enumerate(chain, start=1):
-                _box(ax, x, y, node, "#ffb35c" if t <= witness else "#dddddd")
-                y -= 1
-            pos = [p for p in (it["positions"] or [[]])[-1:][0]] if it["positions"] else []
-            if a < len(pos):
-                ax.text(x + 1.3, y - 0.1, textwrap.shorten("debate: " + (pos[a] or ""), 70), ha="center",
-                        fontsize=5, style="italic")
-        xr = 3.2 * len(it["chains"])
-        verdict = {True: "admitted", False: "rejected", None: "no repair"}[it["admitted"]]
-        ax.text(xr, 0.45, f"repair ({verdict})", fontsize=6, weight="bold")
-        for j, node in enumerate(it["repair_nodes"] or []):
-            _box(ax, xr, -j, node, "#9be39b" if it["admitted"] else "#f4a6a6", w=3.2)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 0.55 * sum(h for _, _, h in panels)), squeeze=False)
+    for ax, (q, it, hgt) in zip(axes[:, 0], panels):
+        _trace_panel(ax, q, it, hgt)
     fig.tight_layout()
     save(fig, png, pdf, "LMAD trace")

@@ -7,7 +7,9 @@ rows, JSON written by polars, and the page files them under their questions when
 row never becomes a Python object (4 x 500 questions, L = 10: 4.1 -> 2.4 s for the job,
 which is on the run's last stretch, after the judge). Inline JS renders one question at a time: question,
 context, each method's prediction and judge decision, each debate method's rounds, and LMAD's
-iterations (chains with the localized segment, conflict, positions, repair, guard checks).
+iterations (chains with the localized segment, conflict, positions, repair, guard checks); a graph
+LMAD method's claims are drawn as their graph (premise edges, columns by depth, the segment and
+its witnesses marked).
 
 With the disagreement layers on, each debate turn (a debate method's round t >= 1, an LMAD
 local-debate round) also shows its labels: layer A's self-report, layer B's blind pushback
@@ -120,6 +122,8 @@ _CSS = """body{font:14px system-ui,sans-serif;margin:0;display:flex;height:100vh
 #list div.sel{background:#def}#main{flex:1;overflow:auto;padding:12px 20px}h2{margin:.2em 0}h3{margin:1em 0 .3em}
 .ok{color:#070}.bad{color:#b00}.node{display:inline-block;margin:2px;padding:2px 6px;border-radius:4px;border:1px solid #999}
 .committed{background:#9be39b}.segment{background:#ffb35c}.untouched{background:#ddd}.repair{background:#cde}
+.gnode{box-sizing:border-box;height:100%;overflow:hidden;font-size:11px;line-height:1.2;padding:2px 4px;border:1px solid #999;border-radius:4px}
+.gnode.witness{border:2px solid #000}svg.graph{display:block;margin:2px 0 6px}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}
 details{margin:4px 0}.labels{font-size:12px;color:#555;margin:0 0 4px 1.2em}pre{white-space:pre-wrap;margin:0}#filter{width:95%;margin:4px}"""
 
@@ -139,6 +143,18 @@ else if(P&&!P.passed)out.push('B pushback: judge FAILED its validation, labels n
 if(L['C removed']||L['C kept'])out.push('C re-ask, tone removed: '+(L['C removed']||'–')+'; kept: '+(L['C kept']||'–'));
 return out.length?el('div',{class:'labels'},out.join(' · ')):null;}
 function chain(nodes,cls){const d=el('div');(nodes||[]).forEach((n,i)=>d.append(el('span',{class:'node '+cls(i)},n)));return d;}
+function svg(tag,attrs){const e=document.createElementNS('http://www.w3.org/2000/svg',tag);for(const[k,v]of Object.entries(attrs))e.setAttribute(k,v);return e;}
+function graph(nodes,prem,src,seg,wit){const W=190,H=40,GX=36,GY=10,dep=[],row={},pos=[];
+prem.forEach(ps=>dep.push(1+Math.max(-1,...ps.map(p=>dep[p-1]??-1))));
+nodes.forEach((n,i)=>{const c=dep[i]||0;row[c]=row[c]||0;pos.push([6+c*(W+GX),6+row[c]*(H+GY)]);row[c]++;});
+const s=svg('svg',{class:'graph',width:12+(Math.max(0,...dep)+1)*(W+GX)-GX,height:12+Math.max(1,...Object.values(row))*(H+GY)-GY});
+const defs=svg('defs',{}),mk=svg('marker',{id:'arrow',viewBox:'0 0 10 10',refX:10,refY:5,markerWidth:6,markerHeight:6,orient:'auto'});
+mk.append(svg('path',{d:'M0,0L10,5L0,10z',fill:'#555'}));defs.append(mk);s.append(defs);
+prem.forEach((ps,i)=>ps.forEach(p=>{const[a,b]=pos[p-1],[c,d]=pos[i];
+s.append(svg('path',{d:`M${a+W},${b+H/2} C${a+W+GX/2},${b+H/2} ${c-GX/2},${d+H/2} ${c},${d+H/2}`,fill:'none',stroke:'#555','marker-end':'url(#arrow)'}));}));
+nodes.forEach((n,i)=>{const[x,y]=pos[i],f=svg('foreignObject',{x:x,y:y,width:W,height:H}),t=i+1;
+const cls='gnode '+(seg.includes(t)?'segment':'untouched')+(wit.includes(t)?' witness':'');
+const box=el('div',{class:cls,title:n+((src||[])[i]?' [passage '+src[i]+']':'')},t+'. '+n);f.append(box);s.append(f);});return s;}
 function show(i){document.querySelectorAll('#list div').forEach((d,j)=>d.classList.toggle('sel',j===i));
 const q=DATA.questions[i],m=document.getElementById('main');m.innerHTML='';
 m.append(el('h2',{id:'question'},q.question),el('div',{},'gold: ',el('b',{},q.answer),' ',(q.aliases||[]).join(' / '),' — ',q.dataset,' ',q.qid));
@@ -152,7 +168,10 @@ rounds.forEach((r,ri)=>{d.append(el('h4',{},'round '+ri));r.forEach(a=>d.append(
 for(const[meth,its]of Object.entries(q.lmad)){m.append(el('h3',{},meth));
 its.forEach(it=>{const d=el('div',{class:'iteration'});d.append(el('h4',{},'iteration '+it.iteration+(it.agreed?' — agents agree':'')+(it.stop_reason?' — stop: '+it.stop_reason:'')));
 if((it.committed_before||[]).length)d.append(el('div',{},'committed: '),chain(it.committed_before,()=> 'committed'));
-(it.chains||[]).forEach((c,a)=>{const w=(it.witness||[])[a]||0;d.append(el('div',{},'agent '+a+' → '+(it.answers||[])[a]),chain(c,i=>i<w?'segment':'untouched'));});
+(it.chains||[]).forEach((c,a)=>{const w=(it.witness||[])[a]||0,P=(it.premises||[])[a]||[],G=(it.graph_fallbacks||[])[a];
+d.append(el('div',{},'agent '+a+' → '+(it.answers||[])[a]+(G?' (graph fell back to the chain: '+G+')':'')));
+if(P.length===c.length&&c.length)d.append(graph(c,P,(it.sources||[])[a],(it.segment_indices||[])[a]||[],(it.witnesses||[])[a]||[w]));
+else d.append(chain(c,i=>i<w?'segment':'untouched'));});
 if(it.conflict)d.append(el('div',{},el('b',{},'conflict: '),it.conflict));
 (it.positions||[]).forEach((ps,r)=>{d.append(el('div',{},el('b',{},'positions r'+r+': '),ps.join(' | ')));
 if(r)ps.forEach((_,a)=>{const l=labels(q,meth,it.iteration+':'+r+':'+a);if(l){l.prepend('agent '+a+': ');d.append(l);}});});

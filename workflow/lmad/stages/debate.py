@@ -25,6 +25,7 @@ from ..prompts import load_prompt
 from ..protocols.debate import debate_prediction_rows, run_round
 from ..protocols.debate.engine import Member
 from .society_agents import JobWeights
+from ..committees import committee_of, crew
 from ..registry import method as registered_method
 from ..tones import tone_role
 from ..schemas import read_table, write_table
@@ -67,8 +68,13 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
     def rows(name: str, paths: list[str] | None) -> list[dict] | None:
         return [r for p in paths for r in read_table(name, p).to_dicts()] if paths else None
 
-    backend = open_backend(model, cache_dir)
+    weights, committee = JobWeights(model, cache_dir, lambda spec, cache: open_backend(spec, cache)), committee_of(model)
+    # the calls of no agent (judge, moderator, chair) run on a committee's role model
+    role = "chair" if spec.protocol.final == "chair" else "debate_judge"
+    backend = weights.of_model(committee["roles"][role]) if committee else weights.of(None)
     society = society_members(spec.society, members, spec.protocol.agents, model, cache_dir, backend)
+    if committee:  # agent i is member i, on its model's backend (one batch per model and step)
+        society = [Member(a, weights.of(a), society=False) for a in crew(model, len(temperatures))]
     result = run_round(
         spec.protocol, method, round_index, last, qs, backend, prompts, temperatures, manners, seed, max_tokens,
         aux_max_tokens, previous=rows("samples", previous) or (), previous_state=rows("debate_state", previous_state),
@@ -81,7 +87,7 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
     stops = Counter(s["stop_reason"] for s in result.state if not s["active"] and s["stop_round"] == round_index)
     source = "reused the shared proposals; " if proposals else ""
     if society:
-        source += f"{spec.society} society {[m.agent.name for m in society]}; "
+        source += f"{f'{spec.society} society' if spec.society else 'committee'} {[m.agent.name for m in society]}; "
     log.info("%s round %d: %d active questions of %d datasets, %s%d model calls (%d answers, %d other steps); "
              "stopped now: %s; %s", method, round_index, result.active, len(questions), source, result.calls,
              len(result.samples), len(result.steps), dict(stops),

@@ -28,6 +28,7 @@ from ..societies import member_prompt
 from ..tones import tone_role
 from .judge import KnownAnswerBattery, validate_judge
 from .society_agents import JobWeights, SocietyFile
+from ..committees import crew
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,7 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
         SocietyFile(members), {}
     for (dataset, name, k), tables in sorted(_lmad_tables(localizations, positions).items()):
         role = tone_role(registered_method(name).tone)
-        agents = society.agents(name)
+        agents = society.agents(name) or crew(model)  # a committee's members speak on their own models
         voice = (lambda a, p, agents=agents: member_prompt(p, "debater", agents[a])) if agents else None
         for turn in local_turns(debater, tones[role] if role else "", qs, committed.get((dataset, name, k), {}),
                                 tables["localizations"], tables["positions"], max_tokens, voice=voice):

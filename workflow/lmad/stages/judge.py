@@ -50,7 +50,8 @@ def judge_request(template: Prompt, question: dict, prediction: str, max_tokens:
     measures the judge exactly as the run uses it)."""
     gold = question["answer"] + (f" (also accepted: {', '.join(question['aliases'])})" if question["aliases"] else "")
     return ChatRequest(messages=template.render(question=question["question"], gold=gold, prediction=prediction),
-                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"choice": list(VERDICTS)})
+                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"choice": list(VERDICTS)},
+                       role="judge")
 
 
 def judge(questions: list[str], predictions: list[str], prompt: str, judgments: list[str], model: dict,

@@ -39,12 +39,15 @@ from .. import societies as so
 from ..backends import Backend, open_backend
 from ..backends.batch import by_backend, run_batch
 from ..prompts import load_prompt
+from ..committees import crew, role_spec
 from ..cost import call_columns
 from ..protocols.debate.engine import Member
 from ..protocols.lmad import controller, nodes as node_lib
 from ..protocols.lmad.commit_guard import commit_guard
+from ..protocols.lmad.graph_localize import graph_localization_row, localize_graphs
 from ..protocols.lmad.local_debate import run_debate
 from ..protocols.lmad.localize import localization_request, localization_row, parse_localization
+from ..protocols.lmad.premises import build_graph, chain_premises, premise_request
 from ..protocols.lmad.relation_check import parse_verdict, relation_request
 from ..protocols.lmad.resolve import parse_repair, resolution_request
 from ..protocols.lmad.trace import build_trace, lmad_prediction_rows
@@ -168,7 +171,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
         agents = society.agents(method)
-        if iteration == 0 and agents is None:
+        if iteration == 0 and agents is None:  # a committee's too: its proposals are its members' calls
             rows = _table("samples", shared[u])
             got = {(r["qid"], r["agent"]): r["temperature"] for r in rows}
             want = {(q, a): float(t) for q in qs for a, t in enumerate(temperatures)}
@@ -181,11 +184,11 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
             if not s["active"]:
                 continue
             q = qs[s["qid"]]
-            for agent, member in enumerate(agents or [None] * len(temperatures)):
+            for agent, member in enumerate(agents or crew(model, len(temperatures)) or [None] * len(temperatures)):
                 t = member.temperature if member else float(temperatures[agent])
                 ask = so.agent_prompt(solver, member) if member else solver
                 # a member's opening is its pool call (lmad.stages.societies: the pool's seed)
-                sd = (derive_seed(seed, s["qid"], "society", member.name) if iteration == 0 else
+                sd = (derive_seed(seed, s["qid"], "society", member.name) if iteration == 0 and agents else
                       derive_seed(seed, s["qid"], agent, f"lmad-iter{iteration}"))
                 jobs.append((weights.of(member), {
                     "qid": s["qid"], "stage": method, "round": iteration, "agent": agent, "temperature": float(t),
@@ -202,14 +205,25 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
              len(us), len(reused), weights.stats())
 
 
+def _is_dag(method: str) -> bool:
+    return registered_method(method).structure == "dag"
+
+
 def extract(questions: list[str], samples: list[str], prompt: str, chains: list[str], units: list, model: dict,
             cache_dir: str, iteration: int, max_tokens: int, max_nodes: int, max_node_words: int,
-            provenance: dict, iterations: int | None = None, guard_last_iteration: bool = True) -> None:
+            provenance: dict, iterations: int | None = None, guard_last_iteration: bool = True,
+            premise_prompt: str | None = None) -> None:
     """Node extraction + quality check for the questions whose answers disagree (none at
     the last iteration with ``guard_last_iteration`` off: the later stages then have
-    nothing to do either, and the commit stops each disagreement with ``budget``)."""
+    nothing to do either, and the commit stops each disagreement with ``budget``). A graph
+    unit (``lmad-dag``) asks ``premise_prompt`` instead: claims with premises and sources,
+    validated (``premises.build_graph``); its calls are its own, not the chain's."""
     us = _Units(units, questions, samples=samples, chains=chains)
     extractor = load_prompt(prompt)
+    dag = [_is_dag(m) for _, m in us.names]
+    if any(dag) and not premise_prompt:
+        raise ValueError("lmad extract: a graph LMAD unit (lmad-dag) needs the premise_prompt file")
+    graph_prompt = load_prompt(premise_prompt) if any(dag) else None
     todo, owners = [], []
     skip = iterations is not None and controller.skips_auxiliary(iteration, iterations, guard_last_iteration)
     for u, qs in enumerate([] if skip else us.questions):
@@ -217,46 +231,69 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
             if controller.needs_repair([r["answer"] for r in rows]):
                 todo += rows
                 owners += [u] * len(rows)
-    requests = [node_lib.extraction_request(extractor, us.questions[u][r["qid"]]["question"], r["response"],
+    requests = [premise_request(graph_prompt, us.questions[u][r["qid"]], r["response"], max_tokens, max_nodes,
+                                max_node_words) if dag[u] else
+                node_lib.extraction_request(extractor, us.questions[u][r["qid"]]["question"], r["response"],
                                             max_tokens, max_nodes, max_node_words) for u, r in zip(owners, todo)]
-    backend = open_backend(model, cache_dir) if requests else None
+    backend = open_backend(role_spec(model, "extractor"), cache_dir) if requests else None
     completions = run_batch(backend, requests) if backend else []
     out = []
     for r, u, c in zip(todo, owners, completions):
-        chain = node_lib.build_chain(c.text, r["response"], r["answer"], max_nodes, max_node_words)
+        graph = {"premises": [], "sources": [], "graph_fallback": "", "graph_detail": ""}
+        if dag[u]:
+            g = build_graph(c.text, r["response"], r["answer"], max_nodes, max_node_words,
+                            len(us.questions[u][r["qid"]]["context"] or []))
+            chain, graph = g.chain, {"premises": g.premises, "sources": g.sources, "graph_fallback": g.fallback,
+                                     "graph_detail": g.detail}
+        else:
+            chain = node_lib.build_chain(c.text, r["response"], r["answer"], max_nodes, max_node_words)
         out.append({"qid": r["qid"], "iteration": iteration, "agent": r["agent"], "answer": r["answer"],
                     "answer_norm": answer_key(r["answer"], reader_of(us.questions[u][r["qid"]])),
                     "rationale": r["response"], "raw_output": c.text,
                     "parse_error": chain.parse_error, "raw_nodes": chain.raw_nodes, "node_flags": chain.node_flags,
-                    "nodes": chain.nodes, "fallback": chain.fallback, **call_columns(c)})
+                    "nodes": chain.nodes, "fallback": chain.fallback, **graph, **call_columns(c)})
     for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
         write_table("lmad_chains", unit_rows, chains[u], provenance)
     fallbacks = sum(bool(r["fallback"]) for r in out)
-    log.info("iteration %d: %d chains extracted over %d units (%d fallbacks); %s", iteration, len(out), len(us),
-             fallbacks, _stats(backend))
+    graph_fallbacks = Counter(r["graph_fallback"] for r, u in zip(out, owners) if dag[u] and r["graph_fallback"])
+    log.info("iteration %d: %d chains extracted over %d units (%d fallbacks; graph fallbacks to the chain: %s); %s",
+             iteration, len(out), len(us), fallbacks, dict(sorted(graph_fallbacks.items())), _stats(backend))
 
 
 def localize(questions: list[str], chains: list[str], prompt: str, localizations: list[str], units: list,
              model: dict, cache_dir: str, iteration: int, max_tokens: int, provenance: dict,
-             state: list[str] | None = None) -> None:
-    """One localizer call per disagreeing question; invalid witnesses fall back per agent."""
+             state: list[str] | None = None, max_conflicts: int = 1, align_jaccard: float = 0.8) -> None:
+    """One localizer call per disagreeing question; invalid witnesses fall back per agent. A
+    graph unit (``lmad-dag``) is localized on its claim graphs without a call
+    (``graph_localize``: up to ``max_conflicts`` minimal conflicts, claims aligned at
+    ``align_jaccard``); its row's call columns read "skipped", which the trace does not count."""
     us = _Units(units, questions, chains=chains, localizations=localizations, state=state)
     localizer = load_prompt(prompt)
-    groups, owners, requests = [], [], []
+    groups, owners, requests, out = [], [], [], []
     for u, qs in enumerate(us.questions):
         committed = _committed(_at(state, u))
+        dag = _is_dag(us.names[u][1])
         for qid, rows in _by_qid(_table("lmad_chains", chains[u])).items():
-            groups.append((qid, rows))
             owners.append(u)
-            requests.append(localization_request(localizer, qs[qid], committed[qid], [r["nodes"] for r in rows],
+            chain_list = [r["nodes"] for r in rows]
+            if dag:
+                premises = [r["premises"] if len(r["premises"] or []) == len(r["nodes"]) else
+                            chain_premises(len(r["nodes"])) for r in rows]
+                sources = [r["sources"] if len(r["sources"] or []) == len(r["nodes"]) else [0] * len(r["nodes"])
+                           for r in rows]
+                loc = localize_graphs(chain_list, premises, sources, max_conflicts, align_jaccard)
+                out.append(graph_localization_row(qid, iteration, chain_list, loc) | call_columns(None))
+                continue
+            groups.append((len(out), qid, rows))
+            out.append(None)
+            requests.append(localization_request(localizer, qs[qid], committed[qid], chain_list,
                                                  [r["answer"] for r in rows], max_tokens))
-    backend = open_backend(model, cache_dir) if requests else None
+    backend = open_backend(role_spec(model, "localizer"), cache_dir) if requests else None
     completions = run_batch(backend, requests) if backend else []
-    out = []
-    for (qid, rows), c in zip(groups, completions):
+    for (at, qid, rows), c in zip(groups, completions):
         chain_list = [r["nodes"] for r in rows]
         loc = parse_localization(c.text, [len(ch) for ch in chain_list])
-        out.append(localization_row(qid, iteration, chain_list, loc, c.text) | call_columns(c))
+        out[at] = localization_row(qid, iteration, chain_list, loc, c.text) | call_columns(c)
     for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
         write_table("lmad_localizations", unit_rows, localizations[u], provenance)
     fell = sum(any(r["witness_fallback"]) for r in out)
@@ -280,14 +317,14 @@ def debate(questions: list[str], localizations: list[str], prompt: str, position
         role = tone_role(registered_method(us.names[u][1]).tone)
         if role and role not in tones:
             raise ValueError(f"lmad debate: unit {us.names[u]} needs the {role} prompt file")
-        agents, bound = society.agents(us.names[u][1]), None
+        agents, bound = society.agents(us.names[u][1]) or crew(model, len(temperatures)), None
         for r in _table("lmad_localizations", localizations[u]):
             items.append({"qid": r["qid"], "question": qs[r["qid"]], "committed": committed[r["qid"]],
                           "segments": r["segments"], "conflict": r["conflict"],
                           "witness_claims": r["witness_claims"], "tone": tones[role] if role else ""})
             owners.append(u)
             if agents and rounds:  # bound to their weights only when they will speak
-                bound = bound or [Member(a, weights.of(a)) for a in agents]
+                bound = bound or [Member(a, weights.of(a), society=a.model is None) for a in agents]
                 items[-1]["members"] = bound
     todo = bool(items and rounds)
     backend = weights.of(None) if todo and not all(it.get("members") for it in items) else None
@@ -324,7 +361,7 @@ def resolve(questions: list[str], localizations: list[str], positions: list[str]
             owners.append(u)
             requests.append(resolution_request(resolver, qs[r["qid"]], committed[r["qid"]], r["conflict"],
                                                final[r["qid"]], max_tokens))
-    backend = open_backend(model, cache_dir) if requests else None
+    backend = open_backend(role_spec(model, "resolver"), cache_dir) if requests else None
     completions = run_batch(backend, requests) if backend else []
     out, asked, asked_owners, checks = [], [], [], []
     checker = load_prompt(relation_prompt)
@@ -336,7 +373,9 @@ def resolve(questions: list[str], localizations: list[str], positions: list[str]
             asked.append(r["qid"])
             asked_owners.append(u)
             checks.append(relation_request(checker, us.questions[u][r["qid"]], rep.nodes))
-    verdicts = run_batch(backend, checks) if checks else []
+    same = role_spec(model, "relation_check") is role_spec(model, "resolver")  # a committee may name another
+    checking = backend if same or not checks else open_backend(role_spec(model, "relation_check"), cache_dir)
+    verdicts = run_batch(checking, checks) if checks else []
     judged = []
     for qid, c in zip(asked, verdicts):
         verdict, error = parse_verdict(c.text)

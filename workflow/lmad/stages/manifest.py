@@ -27,6 +27,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from ..committees import models_of
 from .. import __version__, layout
 from ..atomic import write_text
 from ..layout import shard_names
@@ -122,6 +123,10 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
     models = {}
     for name in dict.fromkeys([*backbones, judge]):
         entry = {"stage_logs": 0, "loads": 0, **counts.get(name, {})}
+        if name in (config.get("committees") or {}):  # its jobs' logs load each member model they call
+            models[name] = {"backend": "committee", "members": models_of(config, name), **entry,
+                            "engine_starts": entry["loads"]}
+            continue
         served = bool(config["models"][name].get("serve"))
         # a served model's stage jobs "load" an HTTP client; its engines are the servers started
         models[name] = {"backend": config["models"][name]["backend"], **entry,

@@ -6,27 +6,38 @@ from __future__ import annotations
 from typing import Callable
 
 from ..backends import Backend
+from ..committees import model_specs
 from ..registry import method as registered_method
 from ..schemas import read_table
 from ..societies import PoolAgent, members_of
 
 
 class JobWeights:
-    """A job's backends, each opened on first use: the model's own, and one per distinct
-    perturbation among a society's members (backends/perturb.py; a model copy of its own)."""
+    """A job's backends, each opened on first use: one per distinct (model, perturbation) among
+    its agents — the model's own, a committee's member models (lmad.committees), and a society
+    member's perturbed copy (backends/perturb.py; a model copy of its own)."""
 
     def __init__(self, model: dict, cache_dir: str, opener: Callable[[dict, str], Backend],
                  base: Backend | None = None):
         # opener: the calling stage's open_backend (looked up late, so tests can stand in for it)
         self.model, self.cache_dir, self.opener = model, cache_dir, opener
-        self.opened: dict = {} if base is None else {None: base}  # the model's own, when already open
+        self.specs, self.own = model_specs(model), model.get("name")
+        # the model's own, when already open (keyed like a member on it, so both share one backend)
+        self.opened: dict = {} if base is None else {(self.own, None): base}
 
     def of(self, agent: PoolAgent | None) -> Backend:
-        key = None if agent is None or agent.perturb is None else (agent.perturb_seed, agent.perturb_scale)
+        name = (agent.model if agent is not None else None) or self.own
+        perturbed = agent is not None and agent.perturb is not None
+        key = (name, (agent.perturb_seed, agent.perturb_scale) if perturbed else None)
         if key not in self.opened:
-            spec = self.model if key is None else dict(self.model) | {"perturb": agent.perturb}
-            self.opened[key] = self.opener(spec, self.cache_dir)
+            spec = self.model if name == self.own else self.specs[name]
+            self.opened[key] = self.opener(dict(spec) | {"perturb": agent.perturb} if perturbed else spec,
+                                           self.cache_dir)
         return self.opened[key]
+
+    def of_model(self, name: str) -> Backend:
+        """The backend of one of the job's models, unperturbed (a committee role's: lmad.committees)."""
+        return self.of(PoolAgent(-1, 0.0, "plain", "standard", model=name))
 
     def stats(self) -> str:
         return "; ".join(b.stats() for b in self.opened.values()) or "no model calls"

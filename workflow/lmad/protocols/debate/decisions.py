@@ -30,7 +30,8 @@ MODERATOR_SCHEMA = {
 }
 
 #: Every stop reason a debate prediction can carry.
-DEBATE_STOP_REASONS = ("vote", "vote_tie", "consensus", "judge", "moderator", "moderator_fallback")
+DEBATE_STOP_REASONS = ("vote", "vote_tie", "consensus", "judge", "moderator", "moderator_fallback", "chair",
+                       "chair_fallback")
 
 
 @dataclass(frozen=True)

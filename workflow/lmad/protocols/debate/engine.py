@@ -44,7 +44,7 @@ from ...solver import Reader, answer_key, derive_seed, read_answer, reader_of
 from ...tones import with_tone
 from . import views
 from .decisions import JUDGE_SCHEMA, MODERATOR_SCHEMA, STOP_RULES, Verdict, parse_judge, parse_moderator, vote
-from .spec import (ADVICE_ROLES, ANSWER, MANNERS, MODERATOR_ROLE, Advise, Judge, Protocol, Reason, Revise,
+from .spec import (ADVICE_ROLES, ANSWER, CHAIR_ROLE, MANNERS, MODERATOR_ROLE, Advise, Judge, Protocol, Reason, Revise,
                    Solve, Step, Turn)
 
 NO_AGENT = -1  # the judge and the moderator
@@ -74,7 +74,7 @@ class CallSequence:
         done = {s.name: c.text for s, c in zip(self.steps, self.completions)}
         messages = with_tone(prompts[self.steps[k].role].render(**{**self.fields, **done}), self.tone, self.fields)
         return ChatRequest(messages=messages, temperature=float(self.temperature), max_tokens=self.max_tokens,
-                           seed=self.seeds[k], constraint=self.constraint)
+                           seed=self.seeds[k], constraint=self.constraint, role="debater")
 
     @property
     def text(self) -> str:
@@ -83,11 +83,14 @@ class CallSequence:
 
 @dataclass(frozen=True)
 class Member:
-    """A society agent: its pool agent (temperature, persona, variant, weights) and the backend
-    of its weights (one per distinct perturbation, shared by the members on those weights)."""
+    """A society agent or a committee member: its pool agent (temperature, persona, variant,
+    weights, model) and the backend of its weights (one per distinct model and perturbation,
+    shared by the members on them). ``society``: round 0 repeats the member's pool call (its
+    seed); a committee member's round 0 is a proposal (the proposal seed of its index)."""
 
     agent: PoolAgent
     backend: Backend
+    society: bool = True
 
 
 def run_chains(chains: Sequence[CallSequence], backend_of, prompts_of) -> int:
@@ -220,7 +223,8 @@ class _Round:
 def _solve(stage: Solve, rnd: _Round) -> None:
     # a society member repeats its pool call (lmad.stages.societies: the pool's seed), else the proposal seed
     def seed(qid: str, a: int) -> int:
-        return rnd.seed_of(qid, "society", rnd.members[a].agent.name) if rnd.members else rnd.seed_of(qid, a)
+        pool = rnd.members and rnd.members[a].society
+        return rnd.seed_of(qid, "society", rnd.members[a].agent.name) if pool else rnd.seed_of(qid, a)
 
     chains = [CallSequence(qid, "solve", a, (Step(ANSWER, "solver"),), (seed(qid, a),), rnd.temperatures[a],
                     rnd.max_tokens, rnd.base(qid) | {"committed": ""}, answers=True)
@@ -308,6 +312,26 @@ def _verdict_chains(rnd: _Round, qids: list[str], name: str, role: str, schema: 
             for qid in qids]
 
 
+def _chair(rnd: _Round, qids: list[str], max_tokens: int, state: dict) -> None:
+    """The chair's synthesis of the agents' last answers: one call per open question on the
+    chair's model (``rnd.backend``), read like an agent's answer; a reply without an answer
+    falls back to the majority vote (``chair_fallback``)."""
+    chains = [CallSequence(qid, "chair", NO_AGENT, (Step("chair", CHAIR_ROLE),), (rnd.seed_of(qid, "chair", rnd.t),),
+                           0.0, max_tokens, rnd.base(qid) | {"debate": views.labelled(
+                               {a: r["response"] for a, r in rnd.current[qid].items()}, rnd.protocol.label)})
+              for qid in qids]
+    for chain in rnd.run(chains):
+        answer = read_answer(chain.text, rnd.reader(chain.qid))[0]
+        found = bool(answer_key(answer, rnd.reader(chain.qid)))
+        chain.verdict = Verdict(found, answer if found else "", "" if found else "no answer in the reply")
+        if found:
+            state[chain.qid] = _stopped(chain.qid, rnd.t, "chair", answer, rnd.reader(chain.qid))
+        else:
+            _, answer = vote([rnd.current[chain.qid][a]["answer"] for a in rnd.agents])
+            state[chain.qid] = _stopped(chain.qid, rnd.t, "chair_fallback", answer, rnd.reader(chain.qid))
+    rnd.record(chains)
+
+
 def _judge(stage: Judge, rnd: _Round) -> None:
     chains = rnd.run(_verdict_chains(rnd, rnd.active, "judge", stage.role, JUDGE_SCHEMA,
                                               rnd.aux_max_tokens["judge"]))
@@ -385,7 +409,7 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
     prev: dict[str, dict[int, dict]] = defaultdict(dict)
     for row in previous:
         prev[row["qid"]][row["agent"]] = row
-    if members and proposals is not None:
+    if any(m.society for m in members) and proposals is not None:
         raise ValueError(f"{method}: a society's round 0 is its members' own calls, never the shared proposals")
     temps = tuple(float(m.agent.temperature) for m in members) if members else tuple(float(x) for x in temperatures)
     missing = [q for q in active if t > 0 and sorted(prev[q]) != list(range(len(temps)))]
@@ -423,7 +447,9 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
             state[qid] = _stopped(qid, t, *vote(answers), rnd.reader(qid))
         else:
             undecided.append(qid)
-    if undecided:
+    if undecided and protocol.final == "chair":
+        _chair(rnd, undecided, aux_max_tokens["chair"], state)
+    elif undecided:
         chains = rnd.run(_verdict_chains(rnd, undecided, "moderator", MODERATOR_ROLE, MODERATOR_SCHEMA,
                                                   aux_max_tokens["moderator"]))
         for chain in chains:

@@ -16,6 +16,7 @@ selfadvicemad  MAD + K-1 self-critiques per agent                           21
 dmad-manners   DMAD: IO / CoT / Step-Back (/ Self-Refine) manners           12 (3 agents)
 truedmad       DMAD + TrueMAD advice                                        24 (3 agents)
 dmad           Liang et al.: affirmative vs negative, judge, moderator      3 .. 10
+chair          MAD rounds by config chair.timing, then a chair's synthesis  3 + 3R + 1
 ============== ============================================================ =============
 """
 from __future__ import annotations
@@ -43,6 +44,8 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in [
              manners=DMAD_MANNERS),
     Protocol("dmad", "dMAD", opening=_DIVERGENT_ROUND, exchange=_DIVERGENT_ROUND, stop="judge",
              final="moderator", agents=2, labels=("Affirmative side", "Negative side")),
+    # the layered-disagreement paper's committee: drafts, R debate rounds (its timing), a chair's synthesis
+    Protocol("chair", "Chair", opening=_MAD_OPENING, exchange=(Revise(),), final="chair", short="Chair"),
 ]}
 
 

@@ -126,8 +126,11 @@ class Judge:
 Stage = Solve | Reason | Advise | Revise | Turn | Judge
 
 STOPS = ("rounds", "consensus", "judge")
-FINALS = ("vote", "moderator")
+FINALS = ("vote", "moderator", "chair")
 MODERATOR_ROLE = "debate_moderator"
+CHAIR_ROLE = "chair"
+#: The roles of a protocol's last-round call by its final rule (one per open question).
+FINAL_ROLES = {"moderator": MODERATOR_ROLE, "chair": CHAIR_ROLE}
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,8 @@ class Protocol:
     ``stop``   after each round: ``rounds`` (never early), ``consensus`` (all normalized
                answers agree), ``judge`` (the judge decided);
     ``final``  a question still open after the last round: ``vote`` (normalized majority,
-               tie to the lowest agent index) or ``moderator`` (one moderator call).
+               tie to the lowest agent index), ``moderator`` (one moderator call) or ``chair``
+               (one chair call that synthesizes the agents' last answers).
     ``agents`` fixes the agent count (dMAD's two sides); otherwise it comes from config.
     ``manners`` is the default manner cycle of ``Reason`` stages (agent i gets
     ``manners[i % len]``).
@@ -182,8 +186,8 @@ class Protocol:
     def prompt_roles(self, t: int, last: bool, manners: Sequence[str], shared: bool) -> list[str]:
         """The prompt roles round ``t`` uses (so editing one reruns only its rounds)."""
         roles = {r for s in self.stages(t) for r in s.roles(manners, shared and t == 0)}
-        if last and self.final == "moderator":
-            roles.add(MODERATOR_ROLE)
+        if last and self.final in FINAL_ROLES:
+            roles.add(FINAL_ROLES[self.final])
         return sorted(roles)
 
 
@@ -263,3 +267,19 @@ def society_setting(protocol: Protocol, debate: Mapping, selector: str, size: in
     rounds, manners = _rounds_and_manners(protocol, debate, n)
     return Setting(temperatures=(), rounds=rounds, manners=manners, shares_proposals=False, society=selector,
                    members=n)
+
+
+def committee_setting(protocol: Protocol, debate: Mapping, temperatures: Sequence[float], where: str) -> Setting:
+    """``protocol`` on a committee (lmad.committees) whose members sit at ``temperatures``: agent i is
+    member i (a protocol with a fixed agent count takes the first); rounds and manners come from
+    ``debate.methods.<protocol>`` as for a single model, its ``agents`` and ``temperatures`` do not
+    apply. Round 0 is the committee's proposals when the protocol opens like self-consistency with
+    every member. ``where``: the config key of the committee, for the error."""
+    n = protocol.agents or len(temperatures)
+    if len(temperatures) < n or n < 2:
+        raise ValueError(f"config {where}: {len(temperatures)} member(s); {protocol.title} on a committee needs "
+                         f"at least {max(n, 2)}")
+    rounds, manners = _rounds_and_manners(protocol, debate, n)
+    shared = protocol.opens_like_self_consistency and n == len(temperatures)
+    return Setting(temperatures=tuple(float(t) for t in temperatures[:n]), rounds=rounds, manners=manners,
+                   shares_proposals=shared, members=n)

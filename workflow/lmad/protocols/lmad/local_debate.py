@@ -43,7 +43,8 @@ def debate_request(prompt: Prompt, question: dict, committed: list[str], segment
         **question_fields(question), committed=format_committed(committed), agent=str(agent + 1), segment=format_chain(segment),
         conflict=conflict, position=position,
         others="\n".join(f"  Agent {j + 1}: {p}" for j, p in sorted(others.items())))
-    return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed)
+    return ChatRequest(messages=messages, temperature=float(temperature), max_tokens=max_tokens, seed=seed,
+                       role="debater")
 
 
 def parse_position(text: str, previous: str) -> tuple[str, str]:

@@ -68,7 +68,7 @@ def localization_request(prompt: Prompt, question: dict, committed: list[str], c
     messages = prompt.render(**question_fields(question), committed=format_committed(committed),
                              chains=format_chains(chains, answers), n_agents=str(len(chains)))
     return ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens, seed=0,
-                       constraint={"json": localization_schema([len(c) for c in chains])})
+                       constraint={"json": localization_schema([len(c) for c in chains])}, role="localizer")
 
 
 def parse_localization(text: str, chain_lengths: list[int]) -> Localization:
@@ -109,4 +109,7 @@ def localization_row(qid: str, iteration: int, chains: list[list[str]], loc: Loc
     return {"qid": qid, "iteration": iteration, "conflict": loc.conflict, "conflict_fallback": loc.conflict_fallback,
             "witness": loc.witness, "witness_fallback": loc.witness_fallback,
             "witness_claims": [c[t - 1] for c, t in zip(chains, loc.witness)],
-            "segments": segments(chains, loc.witness), "raw_output": raw, "parse_error": loc.parse_error}
+            "segments": segments(chains, loc.witness), "raw_output": raw, "parse_error": loc.parse_error,
+            # the graph localizer's columns (graph_localize), read the same way for a chain
+            "witnesses": [[t] for t in loc.witness], "segment_indices": [list(range(1, t + 1)) for t in loc.witness],
+            "conflicts": [loc.conflict]}

@@ -58,7 +58,8 @@ def extraction_schema(max_nodes: int, max_words: int) -> dict:
 def extraction_request(prompt: Prompt, question: str, rationale: str, max_tokens: int, max_nodes: int,
                        max_words: int) -> ChatRequest:
     return ChatRequest(messages=prompt.render(question=question, rationale=rationale), temperature=0.0,
-                       max_tokens=max_tokens, seed=0, constraint={"json": extraction_schema(max_nodes, max_words)})
+                       max_tokens=max_tokens, seed=0, constraint={"json": extraction_schema(max_nodes, max_words)},
+                       role="extractor")
 
 
 def parse_claims(text: str) -> tuple[list, str]:

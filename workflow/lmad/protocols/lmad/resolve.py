@@ -58,7 +58,7 @@ def resolution_request(prompt: Prompt, question: dict, committed: list[str], con
     messages = prompt.render(**question_fields(question), committed=format_committed(committed), conflict=conflict,
                              positions=format_positions(positions))
     return ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens, seed=0,
-                       constraint={"json": resolution_schema(max_tokens)})
+                       constraint={"json": resolution_schema(max_tokens)}, role="resolver")
 
 
 def _strings(value, name: str, problems: list[str]) -> list[str]:

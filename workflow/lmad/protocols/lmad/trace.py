@@ -21,14 +21,19 @@ CALL_TABLES = {"samples": "solver", "chains": "extractor", "localizations": "loc
                "repairs": "resolver", "relations": "relation"}
 
 
+def _calls(tables: dict[str, list[dict]], name: str) -> list[dict]:
+    """A stage table's rows that stand for a model call: graph LMAD localizes without one ("skipped")."""
+    return [r for r in tables.get(name, []) if r["finish_reason"] != "skipped"]
+
+
 def iteration_cost(tables: dict[str, list[dict]]) -> tuple[dict[str, dict[str, int]], dict[str, list[dict]]]:
     """Per question: summed cost, and the call log (role, agent, finish reason, tokens)."""
     log: dict[str, list[dict]] = defaultdict(list)
     for name, role in CALL_TABLES.items():
-        for r in tables.get(name, []):
+        for r in _calls(tables, name):
             log[r["qid"]].append({"role": role, "agent": r.get("agent", -1), "finish_reason": r["finish_reason"],
                                   "prompt_tokens": r["prompt_tokens"], "completion_tokens": r["completion_tokens"]})
-    return cost_per_question(r for name in CALL_TABLES for r in tables.get(name, [])), log
+    return cost_per_question(r for name in CALL_TABLES for r in _calls(tables, name)), log
 
 
 def build_trace(questions: dict[str, dict], method: str, per_iteration: list[dict[str, list[dict]]]) -> list[dict]:
@@ -66,6 +71,13 @@ def build_trace(questions: dict[str, dict], method: str, per_iteration: list[dic
                 "checks": c["checks"], "admitted": c["admitted"], "committed_after": c["committed"],
                 "stop_reason": c["stop_reason"], "prediction": c["prediction"], **cost[qid],
                 "call_log": call_log[qid], "final_iteration": k == len(per_iteration) - 1,
+                # the graphs (graph LMAD; a chain method's premises are empty)
+                "premises": [r["premises"] or [] for r in chains[qid]],
+                "sources": [r["sources"] or [] for r in chains[qid]],
+                "graph_fallbacks": [r["graph_fallback"] or "" for r in chains[qid]],
+                "witnesses": (loc["witnesses"] or []) if loc else [],
+                "segment_indices": (loc["segment_indices"] or []) if loc else [],
+                "conflicts": (loc["conflicts"] or []) if loc else [],
             })
             committed_before[qid] = c["committed"]
     return rows
