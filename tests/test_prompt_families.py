@@ -32,6 +32,7 @@ QUESTION_FIELDS = set(question_fields({"question": "q", "benchmark": "hotpotqa",
 # given), and the tone instructions, which are appended to a turn's system message as written
 # (lmad.tones.with_tone), never rendered.
 OWN_FIELDS = {"extractor": {"question", "rationale"},              # protocols/lmad/nodes.py
+              "extractor_premises": {"question", "rationale", "titles"},  # protocols/lmad/premises.py
               "judge": {"question", "gold", "prediction"},         # stages/judge.py
               "relation_check": {"question", "claims"},            # protocols/lmad/relation_check.py
               "process_rubric": {"question", "parent", "own", "reply"},  # process.py
@@ -163,6 +164,7 @@ MULTI_HOP = [  # span, yes/no wording on a span set, StrategyQA's facts, a span 
 # were before the task families' wording (git show bf0e25b:config/prompts/<name>.txt). A change
 # here changes every multi-hop call's cache key: make it on purpose, then update the pin.
 PINNED = {
+    "chair": "aa511b825033568e", "extractor_premises": "2bb6d6fe829c0bd9",  # added after the pin, as they are
     "debate_advise": "ad80d7e3e633b5dd", "debate_affirmative": "28047cca787dd221", "debate_cot": "804c59f7bbccec8d",
     "debate_engage": "f6dfe0e8b0816cf2", "debate_io": "72bb68640c2eaf5b", "debate_judge": "82d6586884a1e666",
     "debate_moderator": "de34fdc0f98dfd39", "debate_negative": "199fff32b7b88ab5", "debate_note": "c1f3a51921fd72bb",
@@ -249,11 +251,11 @@ def test_every_debate_protocol_sends_only_task_wording(family, demo):
         prev, state = (), None
         for t in range(setting.rounds + 1):
             res = run_round(p, method, t, t == setting.rounds, [q], backend, prompts, setting.temperatures,
-                            setting.manners, 0, 64, {"advice": 32, "judge": 32, "moderator": 32}, previous=prev,
+                            setting.manners, 0, 64, {"advice": 32, "judge": 32, "moderator": 32, "chair": 32}, previous=prev,
                             previous_state=state)
             prev, state = res.samples, res.state
         assert sent, method
         for req in sent:
             text = "\n".join(c for _, c in req.messages)
             assert not mentions_passages(text), (method, text)
-    assert seen == {n for n in TEMPLATES if n.startswith("debate_")} | {"solver"}
+    assert seen == {n for n in TEMPLATES if n.startswith("debate_")} | {"solver", "chair"}

@@ -58,7 +58,7 @@ def passage_titles(context: list[dict]) -> str:
     """Numbered titles only: a source needs the number, and whole passages would multiply the
     extractor's prompt (the rationale already says which facts it used)."""
     if not context:
-        return "(no passages: use source 0)"
+        return "(none: use source 0)"
     return "\n".join(f"[{i}] {p['title']}" for i, p in enumerate(context, 1))
 
 
