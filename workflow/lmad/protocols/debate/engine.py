@@ -74,7 +74,8 @@ class CallSequence:
         done = {s.name: c.text for s, c in zip(self.steps, self.completions)}
         messages = with_tone(prompts[self.steps[k].role].render(**{**self.fields, **done}), self.tone, self.fields)
         return ChatRequest(messages=messages, temperature=float(self.temperature), max_tokens=self.max_tokens,
-                           seed=self.seeds[k], constraint=self.constraint, role="debater")
+                           seed=self.seeds[k], constraint=self.constraint,
+                           role="debater" if self.agent != NO_AGENT else "judge")  # judge, moderator, chair
 
     @property
     def text(self) -> str:
