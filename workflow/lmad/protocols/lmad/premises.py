@@ -25,6 +25,13 @@ prefix, exactly chain LMAD's segment). ``graph_fallback`` (checked in this order
 
 A ``source`` outside 0..passages is set to 0 and noted in ``detail``; it is no fallback.
 Parsing never raises (``load_model_json`` plus shape checks).
+
+The schema is sized to the extractor's token budget (``premise_limits``): a constrained reply
+that is cut at ``max_tokens`` cannot close its JSON, so a schema allowing more than fits
+(12 claims of 400 characters at a 192-token budget) turns a repeating model's every reply
+into ``unparsable``. Measured with SmolLM2's tokenizer: the outer frame costs 6 tokens and
+each claim's frame (keys, three premises, a two-digit source) 25, so at 192 tokens the
+schema allows 4 claims of at most 60 characters.
 """
 from __future__ import annotations
 
@@ -36,21 +43,37 @@ from ...backends import ChatRequest
 from ...model_json import load_model_json
 from ...prompts import Prompt
 from .nodes import CHARS_PER_WORD, DROPPED, ClaimChain, build_chain
+from .resolve import CHARS_PER_TOKEN
 
 UNPARSABLE, DANGLING, CYCLE, FORWARD = "unparsable", "dangling premise", "cycle", "forward premise"
 GRAPH_FALLBACKS = (UNPARSABLE, DANGLING, CYCLE, FORWARD)
-MAX_PREMISES = 4  # per claim: keeps a maximal reply short; a claim resting on more is rare
+MAX_PREMISES = 3  # per claim: keeps a maximal reply short; a claim resting on more is rare
+# tokens of the {"claims": [...]} frame and of one claim object's keys, premises and source
+# (SmolLM2 tokenizer, compact separators), and the shortest claim worth a node
+FRAME_TOKENS, CLAIM_FRAME_TOKENS, MIN_CLAIM_CHARS = 8, 26, 60
 
 
-def premise_schema(max_nodes: int, max_words: int, n_passages: int) -> dict:
+def premise_limits(max_tokens: int, max_nodes: int, max_words: int) -> tuple[int, int]:
+    """(claims, characters per claim) such that a reply with every claim at its longest fits
+    ``max_tokens`` at ``CHARS_PER_TOKEN``: as many claims as keep each at least
+    ``MIN_CLAIM_CHARS`` long (never fewer than 1, never more than ``max_nodes``)."""
+    room = max(0, max_tokens - FRAME_TOKENS)
+    per_claim = CLAIM_FRAME_TOKENS + -(-MIN_CLAIM_CHARS // CHARS_PER_TOKEN)
+    claims = max(1, min(max_nodes, room // per_claim))
+    chars = CHARS_PER_TOKEN * (room // claims - CLAIM_FRAME_TOKENS)
+    return claims, max(1, min(max_words * CHARS_PER_WORD, chars))
+
+
+def premise_schema(max_tokens: int, max_nodes: int, max_words: int, n_passages: int) -> dict:
+    claims, chars = premise_limits(max_tokens, max_nodes, max_words)
     claim = {"type": "object",
-             "properties": {"claim": {"type": "string", "maxLength": max_words * CHARS_PER_WORD},
-                            "premises": {"type": "array", "maxItems": MAX_PREMISES,
-                                         "items": {"type": "integer", "minimum": 1, "maximum": max_nodes}},
+             "properties": {"claim": {"type": "string", "maxLength": chars},
+                            "premises": {"type": "array", "maxItems": min(MAX_PREMISES, claims - 1),
+                                         "items": {"type": "integer", "minimum": 1, "maximum": claims}},
                             "source": {"type": "integer", "minimum": 0, "maximum": n_passages}},
              "required": ["claim", "premises", "source"], "additionalProperties": False}
     return {"type": "object",
-            "properties": {"claims": {"type": "array", "minItems": 1, "maxItems": max_nodes, "items": claim}},
+            "properties": {"claims": {"type": "array", "minItems": 1, "maxItems": claims, "items": claim}},
             "required": ["claims"], "additionalProperties": False}
 
 
@@ -67,7 +90,7 @@ def premise_request(prompt: Prompt, question: dict, rationale: str, max_tokens: 
     context = question.get("context") or []
     messages = prompt.render(question=question["question"], rationale=rationale, titles=passage_titles(context))
     return ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens, seed=0,
-                       constraint={"json": premise_schema(max_nodes, max_words, len(context))}, role="extractor")
+                       constraint={"json": premise_schema(max_tokens, max_nodes, max_words, len(context))}, role="extractor")
 
 
 @dataclass
