@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 
 from lmad import layout  # noqa: E402
-from lmad.protocols.lmad.controller import LMAD_STOP_REASONS  # noqa: E402
+from lmad.protocols.localized_debate.controller import LMAD_STOP_REASONS  # noqa: E402
 from lmad.registry import METHODS  # noqa: E402
 from lmad.schemas import read_table  # noqa: E402
 

@@ -5,10 +5,10 @@
 # Tables stay per unit (lmad.layout.lmad_table): results/{backbone}/{dataset}/{method}/iter{k}/{stage}.parquet.
 # Questions that stopped pass through later iterations untouched; a stage with nothing to
 # do writes empty tables without loading a model. Input functions live in rules/common.smk;
-# stage bodies in lmad.stages.lmad. A method with a selected society (lmad+ac-greedy) is one
+# stage bodies in lmad.stages.localized_debate. A method with a selected society (lmad+ac-greedy) is one
 # more unit; the society file is then an input of generate and debate (its agents' stages).
 # Graph LMAD (lmad-dag, …) is more units too: extraction asks its premise prompt, localization
-# runs on the claim graphs without a call (lmad.protocols.lmad.premises, graph_localize).
+# runs on the claim graphs without a call (lmad.protocols.localized_debate.premises, graph_localize).
 
 
 if LMAD_METHODS:
@@ -127,7 +127,7 @@ if LMAD_METHODS:
         script:
             "../workflow/scripts/lmad_debate.py"
 
-    # The guarded resolver commits its own repair (lmad.stages.lmad.resolve_and_commit): a
+    # The guarded resolver commits its own repair (lmad.stages.localized_debate.resolve_and_commit): a
     # separate commit job was one more process per iteration on the LMAD chain, for a step
     # without a model call.
     rule lmad_resolve:
@@ -185,7 +185,7 @@ if LMAD_METHODS:
         params:
             methods=LMAD_METHODS,
             units=plan.prediction_units(LMAD_METHODS),
-            code=code_hash("lmad.stages.lmad.predict_methods"),
+            code=code_hash("lmad.stages.localized_debate.predict_methods"),
         conda:
             "../envs/pipeline.yaml"
         script:

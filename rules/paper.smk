@@ -43,7 +43,7 @@ rule paper_table1:
             "lmad.paper.tables.table1_block",
             "lmad.paper.tables.table1_markdown",
             "lmad.paper.tables.table1_latex",
-            "lmad.display.fmt",
+            "lmad.number_format.fmt",
         ),
         columns=plan.paper_columns(),
         baselines=config["paper"]["baselines"],

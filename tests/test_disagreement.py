@@ -220,7 +220,7 @@ def test_battery_is_balanced_and_the_floor_is_two_sided():
 
 def test_lmad_local_turns_rebuild_the_requests_the_local_debate_sent():
     from lmad.disagreement.local import local_turns
-    from lmad.protocols.lmad.local_debate import run_debate
+    from lmad.protocols.localized_debate.local_debate import run_debate
 
     items = [{"qid": q["qid"], "question": q, "committed": ["Alpha is a city."] if i else [],
               "segments": [["Alpha is a city."], ["Beta is a town."], ["Beta is a town.", "So Beta."]],
@@ -582,7 +582,7 @@ def test_lmad_persistence_reasks_pair_each_sampled_turn_in_one_batch(tmp_path, m
     tone and once with it, each after the turn's own reply; a neutral method is never re-asked."""
     import lmad.stages.disagreement as stage
     from lmad.disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED
-    from lmad.protocols.lmad.local_debate import run_debate
+    from lmad.protocols.localized_debate.local_debate import run_debate
     from lmad.schemas import write_table
 
     monkeypatch.chdir(tmp_path)

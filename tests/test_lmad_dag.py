@@ -11,16 +11,16 @@ from hypothesis import given, strategies as st
 
 from lmad.backends import CachedBackend
 from lmad.backends.scripted import ScriptedBackend
-from lmad.protocols.lmad import graph_localize as gl
-from lmad.protocols.lmad.premises import (CYCLE, DANGLING, FORWARD, GRAPH_FALLBACKS, UNPARSABLE, build_graph,
+from lmad.protocols.localized_debate import graph_localize as gl
+from lmad.protocols.localized_debate.premises import (CYCLE, DANGLING, FORWARD, GRAPH_FALLBACKS, UNPARSABLE, build_graph,
                                           chain_premises, closure, premise_limits, premise_request,
                                           premise_schema)
-from lmad.protocols.lmad import premises as premise_lib
+from lmad.protocols.localized_debate import premises as premise_lib
 from lmad.prompts import load_prompt
 from lmad.registry import METHODS, TABLE2_METHODS, names
 from lmad.schemas import read_table, write_table
 from lmad.stages import generate as generate_stage
-from lmad.stages import lmad as stages
+from lmad.stages import localized_debate as stages
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROMPTS = REPO / "config" / "prompts"

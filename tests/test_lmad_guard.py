@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from lmad.protocols.lmad.commit_guard import (
+from lmad.protocols.localized_debate.commit_guard import (
     check_evidence,
     check_relation,
     check_subject,
@@ -13,7 +13,7 @@ from lmad.protocols.lmad.commit_guard import (
     question_terms,
     quote_core,
 )
-from lmad.protocols.lmad.resolve import parse_repair
+from lmad.protocols.localized_debate.resolve import parse_repair
 from lmad.registry import METHODS, names
 
 CONTEXT = [

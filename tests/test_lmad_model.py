@@ -4,8 +4,8 @@ Whatever the tiny model writes, every policy finishes and records why each quest
 import pytest
 
 from conftest import SMOLLM2, make_config, snakemake, write_config
-from lmad.protocols.lmad.commit_guard import CHECKS
-from lmad.protocols.lmad.controller import LMAD_STOP_REASONS
+from lmad.protocols.localized_debate.commit_guard import CHECKS
+from lmad.protocols.localized_debate.controller import LMAD_STOP_REASONS
 from lmad.schemas import read_table
 
 pytestmark = pytest.mark.model

@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from lmad.protocols.lmad import controller
-from lmad.protocols.lmad.commit_guard import GuardResult
-from lmad.protocols.lmad.local_debate import parse_position
-from lmad.protocols.lmad.localize import GENERIC_CONFLICT, parse_localization, segments
-from lmad.protocols.lmad.nodes import build_chain, quality_flags, split_sentences
-from lmad.protocols.lmad.resolve import parse_repair
+from lmad.protocols.localized_debate import controller
+from lmad.protocols.localized_debate.commit_guard import GuardResult
+from lmad.protocols.localized_debate.local_debate import parse_position
+from lmad.protocols.localized_debate.localize import GENERIC_CONFLICT, parse_localization, segments
+from lmad.protocols.localized_debate.nodes import build_chain, quality_flags, split_sentences
+from lmad.protocols.localized_debate.resolve import parse_repair
 
 RATIONALE = ("1. Pride and Prejudice is by Jane Austen.\n2. Jane Austen was born in Steventon, Hampshire.\n"
              "Answer: Hampshire")
@@ -172,7 +172,7 @@ def test_resolver_schema_fits_its_budget():
     so the constraint can always close the JSON before the budget cuts it."""
     import json as _json
 
-    from lmad.protocols.lmad.resolve import CHARS_PER_TOKEN, resolution_schema
+    from lmad.protocols.localized_debate.resolve import CHARS_PER_TOKEN, resolution_schema
 
     for budget in (128, 192, 256, 512):
         schema = resolution_schema(budget)

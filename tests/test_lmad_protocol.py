@@ -12,7 +12,7 @@ from lmad.backends import CachedBackend
 from lmad.backends.scripted import ScriptedBackend
 from lmad.schemas import read_table, write_table
 from lmad.stages import generate as generate_stage
-from lmad.stages import lmad as stages
+from lmad.stages import localized_debate as stages
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROMPTS = REPO / "config" / "prompts"

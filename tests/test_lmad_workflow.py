@@ -4,7 +4,7 @@ iteration 0 reuses the proposals, and a localizer prompt edit reruns only what i
 import time
 
 from conftest import make_config, snakemake, write_config
-from lmad.protocols.lmad.controller import LMAD_STOP_REASONS
+from lmad.protocols.localized_debate.controller import LMAD_STOP_REASONS
 from lmad.schemas import read_table
 
 LMAD = ["lmad", "lmad-concrete", "lmad-always"]

@@ -8,11 +8,11 @@ from hypothesis import given, strategies as st
 from lmad.answers import extract_answer, normalize_answer, strip_think
 from lmad.model_json import MAX_CHARS, load_model_json
 from lmad.protocols.debate.decisions import parse_judge, parse_moderator
-from lmad.protocols.lmad.local_debate import parse_position
-from lmad.protocols.lmad.localize import parse_localization
-from lmad.protocols.lmad.nodes import parse_claims, quality_flags
-from lmad.protocols.lmad.relation_check import parse_verdict as parse_relation
-from lmad.protocols.lmad.resolve import parse_repair
+from lmad.protocols.localized_debate.local_debate import parse_position
+from lmad.protocols.localized_debate.localize import parse_localization
+from lmad.protocols.localized_debate.nodes import parse_claims, quality_flags
+from lmad.protocols.localized_debate.relation_check import parse_verdict as parse_relation
+from lmad.protocols.localized_debate.resolve import parse_repair
 from lmad.stages.judge import parse_verdict as parse_judge_verdict
 
 # (name, parser, the parsed result's recorded error for a reply that is not the JSON asked for)

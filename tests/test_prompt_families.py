@@ -18,9 +18,9 @@ from lmad.jury import jury_request
 from lmad.prompts import load_prompt, question_fields
 from lmad.protocols.debate import PROTOCOLS, protocol, resolve_setting, run_round
 from lmad.protocols.debate.spec import MANNERS
-from lmad.protocols.lmad.local_debate import debate_request
-from lmad.protocols.lmad.localize import localization_request
-from lmad.protocols.lmad.resolve import resolution_request
+from lmad.protocols.localized_debate.local_debate import debate_request
+from lmad.protocols.localized_debate.localize import localization_request
+from lmad.protocols.localized_debate.resolve import resolution_request
 from lmad.solver import solver_request
 
 PROMPT_DIR = REPO / "config" / "prompts"
@@ -31,10 +31,10 @@ QUESTION_FIELDS = set(question_fields({"question": "q", "benchmark": "hotpotqa",
 # Templates whose code path renders them without question_fields (each with the fields it is
 # given), and the tone instructions, which are appended to a turn's system message as written
 # (lmad.tones.with_tone), never rendered.
-OWN_FIELDS = {"extractor": {"question", "rationale"},              # protocols/lmad/nodes.py
-              "extractor_premises": {"question", "rationale", "titles"},  # protocols/lmad/premises.py
+OWN_FIELDS = {"extractor": {"question", "rationale"},              # protocols/localized_debate/nodes.py
+              "extractor_premises": {"question", "rationale", "titles"},  # protocols/localized_debate/premises.py
               "judge": {"question", "gold", "prediction"},         # stages/judge.py
-              "relation_check": {"question", "claims"},            # protocols/lmad/relation_check.py
+              "relation_check": {"question", "claims"},            # protocols/localized_debate/relation_check.py
               "process_rubric": {"question", "parent", "own", "reply"},  # process.py
               "pushback_judge": {"parent", "reply"},               # disagreement/pushback.py
               "self_report": set()}                                # disagreement_labels.py

@@ -16,7 +16,7 @@ from lmad.config_checks import check_lmad_society, check_method_names
 from lmad.schemas import read_table, write_table
 from lmad.solver import derive_seed
 from lmad.stages import generate as generate_stage
-from lmad.stages import lmad as stages
+from lmad.stages import localized_debate as stages
 from lmad.stages import disagreement as layers
 from lmad.stages import societies as society_stage
 

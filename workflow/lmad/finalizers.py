@@ -35,7 +35,7 @@ from .answer_types import canonical, group_keys, key_of, majority_vote, type_of
 from .backends import ChatRequest
 from .model_json import load_model_json
 from .prompts import Prompt, question_fields
-from .protocols.lmad.commit_guard import evidence_of, find_quote
+from .protocols.localized_debate.commit_guard import evidence_of, find_quote
 
 FINALIZERS = ("vote", "vote_judge", "lvd")
 #: how a finalized answer was reached (``finalized.source``)

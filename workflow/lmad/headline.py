@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from .display import pct
+from .number_format import pct
 
 #: metric → (long label for titles and captions, short label for columns and axes)
 METRICS = {

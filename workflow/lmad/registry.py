@@ -23,7 +23,7 @@ from difflib import get_close_matches
 
 from .protocols.debate.methods import PROTOCOLS
 from .protocols.debate.spec import Protocol
-from .protocols.lmad.commit_guard import POLICIES
+from .protocols.localized_debate.commit_guard import POLICIES
 from .societies import SELECTORS, split_society, with_society
 from .tones import TONES, split_tone, toned
 
@@ -49,7 +49,7 @@ class Method:
     tone: str = "neutral"  # debate tone (lmad.tones); a toned variant is a method of its own
     society: str | None = None  # the selector whose society debates (lmad.societies); its own method too
     # an LMAD method's reasoning structure: "chain" (the paper) or "dag" (claims with premises,
-    # graph localization: protocols.lmad.premises, graph_localize)
+    # graph localization: protocols.localized_debate.premises, graph_localize)
     structure: str = "chain"
 
     def __post_init__(self):

@@ -98,13 +98,13 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("backbone", _str), ("dataset", _str), ("method", _str), ("metric", _str), ("seeds", pl.List(_int)),
         ("values", pl.List(_f64)), ("n_replicates", _int), ("mean", _f64), ("sd", _f64),
     ]), ["backbone", "method", "dataset"]),
-    # ---- LMAD (lmad.protocols.lmad): one table per stage per iteration, then the trace ----
+    # ---- LMAD (lmad.protocols.localized_debate): one table per stage per iteration, then the trace ----
     # one agent's chain of a disagreeing question: extractor output, quality flags, fallback
     "lmad_chains": (pl.Schema([
         ("qid", _str), ("iteration", _int), ("agent", _int), ("answer", _str), ("answer_norm", _str),
         ("rationale", _str), ("raw_output", _str), ("parse_error", _str), ("raw_nodes", _strs),
         ("node_flags", pl.List(_strs)), ("nodes", _strs), ("fallback", _str),
-        # graph LMAD (lmad-dag; protocols.lmad.premises): per node its one-based premises and passage
+        # graph LMAD (lmad-dag; protocols.localized_debate.premises): per node its one-based premises and passage
         # (0 = none); graph_fallback "" or why the graph fell back to the chain. A chain method: [], [], ""
         ("premises", pl.List(pl.List(_int))), ("sources", pl.List(_int)), ("graph_fallback", _str),
         ("graph_detail", _str), *_CALL,

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from ..prompts import Prompt, question_fields
-from ..protocols.lmad.local_debate import debate_request
+from ..protocols.localized_debate.local_debate import debate_request
 from ..tones import with_tone
 from .pushback import parent_text
 

@@ -22,7 +22,7 @@ from collections import defaultdict
 from typing import Iterable, Mapping
 
 from ..disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, STANCE_OF_AGREEMENT
-from ..display import markdown
+from ..number_format import markdown
 from ..judge_battery import cohen_kappa
 from ..plotting import pyplot, save
 from ..registry import method as registered_method

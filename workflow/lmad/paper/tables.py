@@ -11,7 +11,7 @@ paper's numbers show: Qwen2.5-7B HotpotQA +4.20 = 67.20 − 63.00 (MAD, the row'
 Avg. Δ +5.05 = 73.05 − 68.00 (Cons., the best macro-average). The best overall value of a row
 (LMAD included) is bold; the strongest baseline is underlined.
 
-Numbers are kept at full precision and rounded only for display (``lmad.display.fmt``: half-up
+Numbers are kept at full precision and rounded only for display (``lmad.number_format.fmt``: half-up
 to two decimals, the paper's convention: 74.335 → 74.34).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-from ..display import fmt
+from ..number_format import fmt
 from ..stats import macro_average
 from . import label
 

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 
 from ..atomic import write_csv, write_text
-from ..display import fmt, markdown, pct
+from ..number_format import fmt, markdown, pct
 from ..headline import headline, score_expr, score_vectors
 from ..judge_battery import cohen_kappa
 from ..plotting import pyplot, save

@@ -16,7 +16,7 @@ from ..atomic import write_text
 from ..committees import call_model
 from ..cost import COST_COLUMNS
 from ..disagreement_labels import MEASUREMENT_STEPS
-from ..display import markdown
+from ..number_format import markdown
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 

@@ -12,7 +12,7 @@ from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
 from ..cost import call_columns
-from ..display import markdown
+from ..number_format import markdown
 from ..jury import build_battery, jury_request, parse_choice, summarize, winner
 from ..prompts import load_prompt
 from ..registry import method as registered_method

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 from ..answer_types import answer_distribution, opinion_similarity
 from ..atomic import write_text
-from ..display import fmt, markdown
+from ..number_format import fmt, markdown
 from ..paper import label
 from ..schemas import read_table, write_table
 from .units import check_aligned

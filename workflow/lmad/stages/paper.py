@@ -15,11 +15,11 @@ from .. import layout
 from ..atomic import write_csv, write_text
 from ..paper import headroom as hr
 from ..paper import label
-from ..display import fmt, markdown
+from ..number_format import fmt, markdown
 from ..paper.tables import AVG, latex, table1_block, table1_frame_rows, table1_latex, table1_markdown, table2_block
 from ..headline import Headline, headline, judge_or_rule, score_expr, score_vectors
 from ..answers import normalize_answer
-from ..protocols.lmad.commit_guard import CHECKS as CHECK_ORDER
+from ..protocols.localized_debate.commit_guard import CHECKS as CHECK_ORDER
 from ..registry import TABLE2_METHODS
 from ..schemas import read_table
 from ..stats import macro_average, mean_sd, paired_bootstrap_diff

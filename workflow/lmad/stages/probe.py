@@ -11,7 +11,7 @@ from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
 from ..disagreement.probe import CONDITIONS, LETTERS, cells, paired, read
-from ..display import markdown
+from ..number_format import markdown
 from ..paper import label
 from ..plotting import pyplot, save
 from ..schemas import read_table, write_table

@@ -14,7 +14,7 @@ from .. import layout
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
 from ..cost import call_columns
-from ..display import markdown
+from ..number_format import markdown
 from ..paper.dynamics import correctness_by_round, dynamics
 from ..process import (DIMENSIONS, build_rubric_battery, cmp_name, parse_rubric, rubric_request, rubric_summary,
                        rubric_validation_line, validate_rubric)

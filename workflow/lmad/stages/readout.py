@@ -11,7 +11,7 @@ import polars as pl
 
 from .. import layout
 from ..atomic import write_csv, write_text
-from ..display import fmt, markdown
+from ..number_format import fmt, markdown
 from ..paper import label
 from ..paper import readout as ro
 from ..plotting import pyplot, save

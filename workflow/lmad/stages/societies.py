@@ -21,7 +21,7 @@ from .. import societies as so
 from ..answer_types import gold_correct, golds_of
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
-from ..display import fmt, markdown
+from ..number_format import fmt, markdown
 from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table

@@ -42,15 +42,15 @@ from ..prompts import load_prompt
 from ..committees import crew, role_spec
 from ..cost import call_columns
 from ..protocols.debate.engine import Member
-from ..protocols.lmad import controller, nodes as node_lib
-from ..protocols.lmad.commit_guard import commit_guard
-from ..protocols.lmad.graph_localize import graph_localization_row, localize_graphs
-from ..protocols.lmad.local_debate import run_debate
-from ..protocols.lmad.localize import localization_request, localization_row, parse_localization
-from ..protocols.lmad.premises import build_graph, chain_premises, premise_request
-from ..protocols.lmad.relation_check import parse_verdict, relation_request
-from ..protocols.lmad.resolve import parse_repair, resolution_request
-from ..protocols.lmad.trace import build_trace, lmad_prediction_rows
+from ..protocols.localized_debate import controller, nodes as node_lib
+from ..protocols.localized_debate.commit_guard import commit_guard
+from ..protocols.localized_debate.graph_localize import graph_localization_row, localize_graphs
+from ..protocols.localized_debate.local_debate import run_debate
+from ..protocols.localized_debate.localize import localization_request, localization_row, parse_localization
+from ..protocols.localized_debate.premises import build_graph, chain_premises, premise_request
+from ..protocols.localized_debate.relation_check import parse_verdict, relation_request
+from ..protocols.localized_debate.resolve import parse_repair, resolution_request
+from ..protocols.localized_debate.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
 from ..solver import answer_key, derive_seed, reader_of, sample_rows, solver_request

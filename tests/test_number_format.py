@@ -1,5 +1,5 @@
 """One number formatter for every table: half-up, so a value shows the same everywhere."""
-from lmad.display import fmt, markdown, pct
+from lmad.number_format import fmt, markdown, pct
 
 
 def test_half_up_everywhere():
