@@ -36,8 +36,8 @@ def test_a_stage_reads_and_writes_parquet_without_pandas(tmp_path):
 
 
 def test_stage_modules_import_no_plotting_or_model_library():
-    code = ("import sys; import lmad.smk, lmad.stages.predict, lmad.stages.debate, lmad.stages.localized_debate, lmad.stages.judge, "
-            "lmad.stages.analyze, lmad.stages.paper; "
+    code = ("import sys; import lmad.smk, lmad.stages.predict, lmad.stages.debate, lmad.stages.localized_debate, "
+            "lmad.stages.judge, lmad.stages.analyze, lmad.stages.paper; "
             "print([k for k in ('pandas', 'pyarrow', 'matplotlib', 'torch', 'transformers', 'scipy') if k in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={"PYTHONPATH": str(REPO / "workflow"), "PATH": "/usr/bin:/bin"})

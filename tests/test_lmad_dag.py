@@ -6,6 +6,7 @@ import json
 import pathlib
 import re
 
+import jsonschema
 import pytest
 from hypothesis import given, strategies as st
 
@@ -212,19 +213,42 @@ def test_the_premise_request_is_constrained_and_names_the_passages():
     req = premise_request(load_prompt(PROMPTS / "extractor_premises.txt"), q, "because", 256, 12, 40)
     assert req.temperature == 0 and req.constraint == {"json": premise_schema(256, 12, 40, 2)}
     assert req.role == "extractor" and "[1] Alpha\n[2] Beta" in user(req) and "because" in user(req)
-    items = req.constraint["json"]["properties"]["claims"]["items"]["properties"]
+    positions = req.constraint["json"]["properties"]["claims"]["prefixItems"]
     claims, _ = premise_limits(256, 12, 40)
-    assert items["source"]["maximum"] == 2 and items["premises"]["items"]["maximum"] == claims
+    assert len(positions) == claims and all(p["properties"]["source"]["maximum"] == 2 for p in positions)
+    assert positions[0]["properties"]["premises"]["maxItems"] == 0
+    assert [p["properties"]["premises"]["items"]["maximum"] for p in positions[1:]] == list(range(1, claims))
+
+
+def _accepts(schema: dict, reply: str) -> bool:
+    """Whether xgrammar (the transformers and vLLM backends' constraint) lets a model write it."""
+    import xgrammar as xgr
+    from xgrammar.testing import _is_grammar_accept_string
+
+    return _is_grammar_accept_string(xgr.Grammar.from_json_schema(json.dumps(schema)), reply)
+
+
+def test_the_constraint_lets_a_claim_name_only_earlier_claims():
+    schema = premise_schema(192, 12, 40, 3)
+    def reply(*premises):
+        return json.dumps({"claims": [{"claim": f"c{k}", "premises": list(p), "source": 1}
+                                      for k, p in enumerate(premises, 1)]})
+    assert _accepts(schema, reply([], [1], [1, 2]))
+    assert _accepts(schema, reply([], [], [2], [1, 3]))
+    assert not _accepts(schema, reply([1]))                 # itself
+    assert not _accepts(schema, reply([], [2]))             # itself
+    assert not _accepts(schema, reply([], [1], [1, 2, 3]))  # itself, and forwards
+    assert not _accepts(schema, reply([2], [1]))            # a two-claim cycle
 
 
 def maximal_reply(schema: dict, text: str = "x") -> str:
     """The longest reply the schema allows: every claim at its longest, every list full."""
-    claims = schema["properties"]["claims"]
-    props = claims["items"]["properties"]
-    length, premises = props["claim"]["maxLength"], props["premises"]["maxItems"]
-    claim = (text * length)[:length]
-    return json.dumps({"claims": [{"claim": claim, "premises": list(range(1, premises + 1)),
-                                   "source": props["source"]["maximum"]} for _ in range(claims["maxItems"])]})
+    def longest(props: dict) -> dict:
+        length, premises = props["claim"]["maxLength"], props["premises"]["maxItems"]
+        return {"claim": (text * length)[:length], "premises": list(range(1, premises + 1)),
+                "source": props["source"]["maximum"]}
+
+    return json.dumps({"claims": [longest(p["properties"]) for p in schema["properties"]["claims"]["prefixItems"]]})
 
 
 @given(st.integers(40, 1024), st.integers(1, 20), st.integers(3, 60), st.integers(0, 12))
@@ -235,7 +259,9 @@ def test_a_maximal_premise_reply_fits_the_token_budget(max_tokens, max_nodes, ma
     assert 1 <= claims <= max_nodes and 1 <= chars <= max_words * 10
     estimate = premise_lib.FRAME_TOKENS + claims * (premise_lib.CLAIM_FRAME_TOKENS + -(-chars // 3))
     assert estimate <= max_tokens
-    assert json.loads(maximal_reply(schema))["claims"][0]["claim"] == "x" * chars
+    reply = json.loads(maximal_reply(schema))
+    assert len(reply["claims"]) == claims and reply["claims"][0]["claim"] == "x" * chars
+    jsonschema.validate(reply, schema, cls=jsonschema.Draft202012Validator)
 
 
 def test_the_demo_budget_allows_four_claims_of_sixty_characters():

@@ -63,8 +63,12 @@ def instance_of(schema: dict, pick: int) -> object:
     if kind == "object":
         return {k: instance_of(v, pick + i) for i, (k, v) in enumerate(schema.get("properties", {}).items())}
     if kind == "array":
+        if schema.get("maxItems") == 0:
+            return []
         n = max(schema.get("minItems", 1), 1)
-        return [instance_of(schema.get("items", {"type": "string"}), pick + i) for i in range(n)]
+        positional = schema.get("prefixItems", [])  # one schema per position, then "items"
+        return [instance_of(positional[i] if i < len(positional) else schema.get("items", {"type": "string"}),
+                            pick + i) for i in range(n)]
     if kind == "integer":
         return int(schema.get("minimum", 1))
     if kind == "boolean":

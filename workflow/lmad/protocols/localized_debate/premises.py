@@ -11,10 +11,12 @@ passages has only 0). The agent's answer is carried from its solver sample, as i
 
 The claim texts go through the chain's quality check (``nodes.quality_flags``). A dropped
 claim's number is remapped so later premises keep their meaning: a ``repeated`` claim stands
-for its first occurrence; an ``empty`` or ``malformed`` one for its own premises. A schema
-cannot say "point backwards", so the graph is validated, and any failure is a recorded
-fallback to the chain (claim t rests on claim t − 1: the premise closure is then the chain
-prefix, exactly chain LMAD's segment). ``graph_fallback`` (checked in this order):
+for its first occurrence; an ``empty`` or ``malformed`` one for its own premises. The schema
+gives each position its own item schema, so claim k's premises can name only claims 1..k-1
+(under one item schema for every position SmolLM2 writes ``"premises": [1, 2, 3]`` under
+each claim, a cycle). A backend may ignore the constraint, so the graph is still validated,
+and any failure is a recorded fallback to the chain (claim t rests on claim t − 1: the
+premise closure is then the chain prefix, exactly chain LMAD's segment). ``graph_fallback`` (checked in this order):
 
 ``unparsable``        the reply is not ``{"claims": [objects with a "claim" string, a
                       "premises" list of integers and an integer "source"]}``, or the
@@ -65,15 +67,22 @@ def premise_limits(max_tokens: int, max_nodes: int, max_words: int) -> tuple[int
 
 
 def premise_schema(max_tokens: int, max_nodes: int, max_words: int, n_passages: int) -> dict:
+    """One item schema per position (``prefixItems``): claim k may name only claims 1..k-1, so a
+    constrained reply points backwards and cannot close a cycle."""
     claims, chars = premise_limits(max_tokens, max_nodes, max_words)
-    claim = {"type": "object",
-             "properties": {"claim": {"type": "string", "maxLength": chars},
-                            "premises": {"type": "array", "maxItems": min(MAX_PREMISES, claims - 1),
-                                         "items": {"type": "integer", "minimum": 1, "maximum": claims}},
-                            "source": {"type": "integer", "minimum": 0, "maximum": n_passages}},
-             "required": ["claim", "premises", "source"], "additionalProperties": False}
+
+    def claim(k: int) -> dict:
+        premises = {"type": "array", "maxItems": min(MAX_PREMISES, k - 1)}
+        if k > 1:
+            premises["items"] = {"type": "integer", "minimum": 1, "maximum": k - 1}
+        return {"type": "object",
+                "properties": {"claim": {"type": "string", "maxLength": chars}, "premises": premises,
+                               "source": {"type": "integer", "minimum": 0, "maximum": n_passages}},
+                "required": ["claim", "premises", "source"], "additionalProperties": False}
+
     return {"type": "object",
-            "properties": {"claims": {"type": "array", "minItems": 1, "maxItems": claims, "items": claim}},
+            "properties": {"claims": {"type": "array", "minItems": 1, "maxItems": claims,
+                                      "prefixItems": [claim(k) for k in range(1, claims + 1)], "items": False}},
             "required": ["claims"], "additionalProperties": False}
 
 
