@@ -3,6 +3,7 @@ depend on the batch it shares (seeds, temperatures, budgets and grammars are per
 import json
 
 import pytest
+from hypothesis import given, strategies as st
 
 from lmad.backends.base import ChatRequest
 from lmad.backends.transformers_backend import TransformersBackend
@@ -40,3 +41,14 @@ def test_batched_decoding_equals_one_by_one(smollm2_dir):
     assert "five" not in together[5].text
     # seeded sampled rows repeat exactly in another batch
     assert backend.generate(requests[1:3]) == together[1:3]
+
+
+@given(st.lists(st.integers(), max_size=200), st.integers(1, 64))
+def test_balanced_batches_keep_order_and_differ_by_at_most_one(items, batch_size):
+    from lmad.backends.transformers_backend import balanced_batches
+
+    batches = balanced_batches(items, batch_size)
+    assert [x for b in batches for x in b] == items
+    assert len(batches) == -(-len(items) // batch_size)
+    sizes = [len(b) for b in batches]
+    assert all(1 <= s <= batch_size for s in sizes) and (not sizes or max(sizes) - min(sizes) <= 1)

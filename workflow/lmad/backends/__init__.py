@@ -52,7 +52,7 @@ def make_backend(spec: dict[str, Any]) -> Backend:
 # Requests per backend call. Durability no longer depends on it (each call is stored as
 # the backend reports it): large where the engine needs the whole batch for throughput;
 # for vllm a killed chunk is lost, since the engine returns the chunk at once.
-CHUNK_BY_BACKEND = {"transformers": 16, "vllm": 4096, "openai": 512, "scripted": 16}
+CHUNK_BY_BACKEND = {"transformers": 4096, "vllm": 4096, "openai": 512, "scripted": 16}
 
 
 # Every cached backend this process opened: a job's run statistics (lmad.job.execute).
