@@ -16,7 +16,8 @@ gives each position its own item schema, so claim k's premises can name only cla
 (under one item schema for every position SmolLM2 writes ``"premises": [1, 2, 3]`` under
 each claim, a cycle). A backend may ignore the constraint, so the graph is still validated,
 and any failure is a recorded fallback to the chain (claim t rests on claim t − 1: the
-premise closure is then the chain prefix, exactly chain LMAD's segment). ``graph_fallback`` (checked in this order):
+premise closure is then the chain prefix, exactly chain LMAD's segment). ``graph_fallback``
+(checked in this order):
 
 ``unparsable``        the reply is not ``{"claims": [objects with a "claim" string, a
                       "premises" list of integers and an integer "source"]}``, or the
@@ -26,7 +27,7 @@ premise closure is then the chain prefix, exactly chain LMAD's segment). ``graph
 ``forward premise``   acyclic, but a claim relies on a later one.
 
 A ``source`` outside 0..passages is set to 0 and noted in ``detail``; it is no fallback.
-Parsing never raises (``load_model_json`` plus shape checks).
+Parsing never raises (``nodes.parse_claims`` plus shape checks).
 
 The schema is sized to the extractor's token budget (``premise_limits``): a constrained reply
 that is cut at ``max_tokens`` cannot close its JSON, so a schema allowing more than fits
@@ -42,16 +43,16 @@ from dataclasses import dataclass, field
 
 from ...answers import normalize_hotpot
 from ...backends import ChatRequest
-from ...model_json import load_model_json
 from ...prompts import Prompt
-from .nodes import CHARS_PER_WORD, DROPPED, ClaimChain, build_chain
+from .nodes import CHARS_PER_WORD, DROPPED, ClaimChain, build_chain, parse_claims
 from .resolve import CHARS_PER_TOKEN
 
 UNPARSABLE, DANGLING, CYCLE, FORWARD = "unparsable", "dangling premise", "cycle", "forward premise"
 GRAPH_FALLBACKS = (UNPARSABLE, DANGLING, CYCLE, FORWARD)
 MAX_PREMISES = 3  # per claim: keeps a maximal reply short; a claim resting on more is rare
 # tokens of the {"claims": [...]} frame and of one claim object's keys, premises and source
-# (SmolLM2 tokenizer, compact separators), and the shortest claim worth a node
+# (SmolLM2 tokenizer, compact separators: measured 6 and 25, each with a margin), and the
+# shortest claim worth a node
 FRAME_TOKENS, CLAIM_FRAME_TOKENS, MIN_CLAIM_CHARS = 8, 26, 60
 
 
@@ -120,22 +121,16 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _items(output: str) -> tuple[list, str]:
-    """The reply's claim objects, or the reason they are unusable ("" if none)."""
-    data, error = load_model_json(output)
-    if error:
-        return [], error
-    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-        return [], 'not an object with a "claims" list'
-    items = data["claims"]
+def _shape_error(items: list) -> str:
+    """Why the parsed claim objects are unusable ("" if they are not)."""
     for i, it in enumerate(items, 1):
         if not isinstance(it, dict) or not isinstance(it.get("claim"), str):
-            return items, f'claim {i} is not an object with a "claim" string'
+            return f'claim {i} is not an object with a "claim" string'
         if not isinstance(it.get("premises"), list) or not all(map(_is_int, it["premises"])):
-            return items, f'claim {i}: "premises" is not a list of integers'
+            return f'claim {i}: "premises" is not a list of integers'
         if not _is_int(it.get("source")):
-            return items, f'claim {i}: "source" is not an integer'
-    return items, ""
+            return f'claim {i}: "source" is not an integer'
+    return ""
 
 
 def _has_cycle(edges: dict[int, set[int]]) -> bool:
@@ -180,10 +175,13 @@ def _validate(items: list[dict]) -> tuple[str, str]:
 def build_graph(output: str, rationale: str, answer: str, max_nodes: int, max_words: int,
                 n_passages: int) -> ClaimGraph:
     """Parse, quality-check and validate the premise extractor's reply (module docstring)."""
-    items, shape_error = _items(output)
+    items, parse_error = parse_claims(output)
+    shape_error = parse_error or _shape_error(items)
     texts = [it.get("claim") if isinstance(it, dict) and isinstance(it.get("claim"), str) else it for it in items]
-    # the chain's parse, check and fallbacks over the claim texts (a non-string item is malformed)
-    chain = build_chain(_claims_json(texts, output), rationale, answer, max_nodes, max_words)
+    # the chain's parse, check and fallbacks over the claim texts (a non-string item is malformed);
+    # a reply that is no {"claims": [...]} goes to it unchanged, for the chain's own fallbacks
+    claims_json = output if parse_error else json.dumps({"claims": texts}, ensure_ascii=False)
+    chain = build_chain(claims_json, rationale, answer, max_nodes, max_words)
     if shape_error:
         chain.parse_error = chain.parse_error or shape_error
     n = len(chain.nodes)
@@ -195,14 +193,6 @@ def build_graph(output: str, rationale: str, answer: str, max_nodes: int, max_wo
     if fallback:
         return ClaimGraph(chain, chain_premises(n), sources, fallback, detail)
     return ClaimGraph(chain, premises, sources, "", "; ".join(notes))
-
-
-def _claims_json(texts: list, output: str) -> str:
-    """The reply as the chain parser's ``{"claims": [...]}`` (unchanged when it is no object)."""
-    data, error = load_model_json(output)
-    if error or not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-        return output
-    return json.dumps({"claims": texts}, ensure_ascii=False)
 
 
 def _remap(items: list[dict], flags: list[list[str]], raw: list[str], n_passages: int
