@@ -28,7 +28,7 @@ PROMPTS = REPO / "config" / "prompts"
 TEMPERATURES = [0.1, 0.5, 0.9]
 SPEC = {"name": "scripted", "backend": "scripted", "model": "scripted"}
 MARKERS = {"premises": "small graph of claims", "extractor": "rewrite a worked solution",
-           "localizer": "compare several agents", "debater": "You are agent", "resolver": "settle a disputed",
+           "localizer": "compare several agents", "debater": "in a short, focused debate", "resolver": "settle a disputed",
            "relation": "stay on the question", "solver": "answers multi-hop questions"}
 
 
@@ -39,7 +39,7 @@ def role_of(req) -> str:
 
 def agent_of(req) -> int:
     if role_of(req) == "debater":
-        return int(re.search(r"You are agent (\d+)", dict(req.messages)["system"]).group(1)) - 1
+        return int(re.search(r"You are agent (\d+)\.", dict(req.messages)["user"]).group(1)) - 1
     return TEMPERATURES.index(req.temperature)
 
 
@@ -471,7 +471,7 @@ def test_a_task_without_passages_runs_with_source_zero(tmp_path, monkeypatch):
         system = dict(req.messages).get("system", "")
         if "small graph of claims" in system:
             return graph_json(next(g for r, g in graphs.items() if r in user(req)))
-        if "You are agent" in system:
+        if "focused debate" in system:
             return "Position: 3 + 4 = 7."
         if req.constraint and "choice" in req.constraint:
             return "yes"

@@ -21,7 +21,7 @@ SPEC = {"name": "scripted", "backend": "scripted", "model": "scripted"}
 ROLE_MARKERS = {  # the system message of each role's template
     "extractor": "rewrite a worked solution",
     "localizer": "compare several agents",
-    "debater": "You are agent",
+    "debater": "in a short, focused debate",
     "resolver": "settle a disputed reasoning step",
     "relation": "stay on the question",
     "solver": "answers multi-hop questions",
@@ -36,7 +36,7 @@ def role_of(req) -> str:
 def agent_of(req) -> int:
     """Zero-based agent: solver calls by persona temperature, debater calls by their prompt."""
     if role_of(req) == "debater":
-        return int(re.search(r"You are agent (\d+)", dict(req.messages)["system"]).group(1)) - 1
+        return int(re.search(r"You are agent (\d+)\.", dict(req.messages)["user"]).group(1)) - 1
     return TEMPERATURES.index(req.temperature)
 
 

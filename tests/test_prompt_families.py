@@ -171,7 +171,7 @@ PINNED = {
     "debate_refine": "ef592ccee305664b", "debate_refine_critique": "ff1feb8e50c0e36a",
     "debate_revise": "5f0844b16d391b33", "debate_self_critique": "86f21bb5434284d4",
     "debate_stepback_concept": "dcfab52eabedd202", "debate_stepback_solve": "ef6544d6c48f6508",
-    "debater": "f838031503933469", "extractor": "761d95be7032ab1c", "finalize_judge": "0e5ae742247c3fff",
+    "debater": "0bac394425735e3f", "extractor": "761d95be7032ab1c", "finalize_judge": "0e5ae742247c3fff",
     "judge": "ce56e8677f637ea7", "jury": "560842f0fc6e5db4", "localizer": "f3973f6ca51dfd9e",
     "process_rubric": "89b75f37d5144017", "pushback_judge": "73c11a84e0aae00c", "relation_check": "b7bbb2893fc410cc",
     "resolver": "066b917e229463be", "self_report": "0d64510afa5a7de0", "solver": "2fa447bacc9e9984",

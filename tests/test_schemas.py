@@ -72,3 +72,12 @@ def test_a_lone_string_where_a_list_belongs_is_refused():
     row = {c: None for c in schema.names()} | {"qid": "q", "method": "lmad", "iteration": 0, "answers": "abc"}
     with pytest.raises(SchemaError, match="answers"):
         to_frame("lmad_trace", [row])
+
+
+def test_a_float_in_a_flat_string_column_is_refused_beside_a_nested_column_from_dicts_builds():
+    # [2.5] in a list-of-strings column takes from_dicts; that must not loosen the flat columns
+    row = {"qid": "", "active": False, "committed": [2.5], "stop_reason": "", "stop_iteration": 0,
+           "prediction": None, "prediction_norm": 2.5}
+    with pytest.raises(SchemaError, match="prediction_norm"):
+        to_frame("lmad_state", [row])
+    assert to_frame("lmad_state", [row | {"prediction_norm": "x"}])["committed"].to_list() == [["2.5"]]

@@ -155,10 +155,10 @@ def test_society_lmad_agents_are_the_members_and_iteration0_is_their_pool_calls(
         assert r["temperature"] == job.picked[r["agent"]].temperature
     debater = [q for b in job.sent[base] + job.sent[bent] for q in b if "in a short, focused debate" in system(q)]
     society_turns = [q for q in debater if system(q).startswith(read(so.PERSONAS["skeptic"]))]
-    assert society_turns and all(q.temperature == 0.9 and "You are agent 1 " in system(q) for q in society_turns)
+    assert society_turns and all(q.temperature == 0.9 and "You are agent 1." in user(q) for q in society_turns)
     bent_turns = [q for b in job.sent[bent] for q in b]
     assert all("in a short, focused debate" in system(q) or "answers multi-hop" in system(q) for q in bent_turns)
-    assert {re.search(r"You are agent (\d+)", system(q)).group(1) for q in bent_turns
+    assert {re.search(r"You are agent (\d+)\.", user(q)).group(1) for q in bent_turns
             if "focused debate" in system(q)} == {"2"}
     # the roles that are no agent (extractor, localizer, resolver, relation check) use the model's own weights
     roles = {"rewrite a worked solution", "compare several agents", "settle a disputed reasoning step"}

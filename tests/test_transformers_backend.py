@@ -1,5 +1,6 @@
 """The embedded backend's own decode loop on the real model: a request's output does not
-depend on the batch it shares (seeds, temperatures, budgets and grammars are per row)."""
+depend on the batch it shares (seeds, temperatures, budgets and grammars are per row), nor on
+whether a prefix it shares with other rows was prefilled once for all of them."""
 import json
 
 import pytest
@@ -52,3 +53,25 @@ def test_balanced_batches_keep_order_and_differ_by_at_most_one(items, batch_size
     assert len(batches) == -(-len(items) // batch_size)
     sizes = [len(b) for b in batches]
     assert all(1 <= s <= batch_size for s in sizes) and (not sizes or max(sizes) - min(sizes) <= 1)
+
+
+def test_rows_sharing_a_prefix_decode_as_they_do_alone(smollm2_dir):
+    # the proposals of a question are one prompt at three temperatures; its debaters share the passages
+    backend = TransformersBackend("smollm2-135m", str(smollm2_dir), batch_size=1, threads=2)
+    passages = " ".join(f"Passage {i}: river R{i} flows through Town{i} and is {7 * i} km long." for i in range(8))
+
+    def ask_with(question, system="You answer questions from passages.", **kw):
+        return ChatRequest(messages=(("system", system), ("user", f"{passages}\nQuestion: {question}")), **kw)
+
+    requests = [ask_with("Which town does R3 flow through?", temperature=0.7, seed=s, max_tokens=8) for s in range(2)]
+    requests += [ask_with("How long is R2?", max_tokens=8), ask_with("How long is R5?", max_tokens=8),
+                 ask_with("Is R1 longer than R2? Reply yes or no.", max_tokens=2, constraint={"choice": ["yes", "no"]}),
+                 ask_with("How long is R2?", system="Another system prompt.", max_tokens=8)]
+    alone = backend.generate(requests)
+    assert backend.prefill_slots[0] == backend.prefill_slots[1]  # one row a batch: nothing to share
+    backend.batch_size, backend.prefill_slots = 16, [0, 0]
+    together = backend.generate(requests)
+    assert [(c.text, c.completion_tokens, c.prompt_tokens) for c in together] == \
+        [(c.text, c.completion_tokens, c.prompt_tokens) for c in alone]
+    plain, filled = backend.prefill_slots
+    assert filled < plain / 2  # five rows share the passages: their prefill is done about once

@@ -330,16 +330,19 @@ def _nested_column(column: str, dtype: pl.DataType, values: list) -> pl.Series |
         return None
 
 
-def _frame_from_columns(schema: pl.Schema, columns: dict[str, list], rows: list[dict]) -> pl.DataFrame:
-    """The table built column by column, nested columns from JSON; from_dicts where one can't be."""
+def _frame_from_columns(schema: pl.Schema, columns: dict[str, list]) -> pl.DataFrame:
+    """The table built column by column: flat columns strictly from lists, nested ones from JSON,
+    or by from_dicts where JSON can't be used (that column alone: from_dicts over every column would
+    turn 2.5 into "2.5" in a flat string column, which the strict flat path refuses)."""
     series = []
     for column, dtype in schema.items():
+        values = columns[column]
         if not dtype.is_nested():
-            series.append(pl.Series(column, columns[column], dtype=dtype, strict=True))
+            series.append(pl.Series(column, values, dtype=dtype, strict=True))
             continue
-        nested = _nested_column(column, dtype, columns[column])
+        nested = _nested_column(column, dtype, values)
         if nested is None:
-            return pl.from_dicts(rows, schema=schema, strict=True)
+            nested = pl.from_dicts([{column: v} for v in values], schema={column: dtype}, strict=True).to_series()
         series.append(nested)
     return pl.DataFrame(series)
 
@@ -384,7 +387,7 @@ def to_frame(name: str, rows: pl.DataFrame | Iterable[dict[str, Any]]) -> pl.Dat
         try:
             columns = {column: [row.get(column) for row in rows] for column in schema.names()}
             # flat columns build fastest from lists, nested ones (lists, structs) from JSON
-            frame = (_frame_from_columns(schema, columns, rows) if _NESTED[name] and rows
+            frame = (_frame_from_columns(schema, columns) if _NESTED[name] and rows
                      else pl.DataFrame(columns, schema=schema, strict=True))
         except (TypeError, ValueError, AttributeError, pl.exceptions.PolarsError) as err:
             raise SchemaError(f"table {name!r}: {err}") from err

@@ -17,6 +17,7 @@ from typing import Sequence
 
 from .base import Backend, ChatRequest, Completion, OnDone
 from .model_files import model_identity, template_identity
+from .shared_prefix import grouped_order, prefill_plan
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class TransformersBackend(Backend):
         self.stop_ids = {t for t in (self.tok.eos_token_id, self.tok.pad_token_id) if t is not None}
         self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
         self._compiler = None
+        self.prefill_slots = [0, 0]  # token slots a padded prefill would fill, and those filled
 
     def _matcher(self, constraint: dict | None):
         if not constraint:
@@ -106,8 +108,8 @@ class TransformersBackend(Backend):
 
     def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:
         encoded = [self._prompt_ids(r) for r in requests]
-        # Similar lengths together: less padding in each batch.
-        order = sorted(range(len(requests)), key=lambda i: len(encoded[i]))
+        # Similar lengths together (less padding in each batch), rows sharing a prefix in one batch.
+        order = grouped_order(encoded)
         out: list[Completion | None] = [None] * len(requests)
         for idx in balanced_batches(order, self.batch_size):
             for i, c in zip(idx, self._decode([requests[i] for i in idx], [encoded[i] for i in idx])):
@@ -120,10 +122,7 @@ class TransformersBackend(Backend):
         option_ids = [self.tok.encode(o, add_special_tokens=False)[0] for o in options]
         out: list[list[float]] = []
         for start in range(0, len(requests), self.batch_size):
-            ids = [self._prompt_ids(r) for r in requests[start : start + self.batch_size]]
-            width = max(map(len, ids))
-            input_ids = torch.tensor([[self.pad] * (width - len(x)) + x for x in ids])
-            mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids])
+            input_ids, mask = self._left_padded([self._prompt_ids(r) for r in requests[start : start + self.batch_size]])
             with torch.inference_mode():
                 logits = self.model(input_ids=input_ids, attention_mask=mask,
                                     position_ids=(mask.cumsum(-1) - 1).clamp(min=0), logits_to_keep=1).logits
@@ -131,38 +130,82 @@ class TransformersBackend(Backend):
             out += logprobs[:, option_ids].tolist()
         return out
 
+    def _left_padded(self, ids: list[list[int]]):
+        """Token ids and attention mask of rows padded on the left to one width."""
+        torch = self.torch
+        width = max(map(len, ids))
+        return (torch.tensor([[self.pad] * (width - len(x)) + x for x in ids]),
+                torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids]))
+
+    def _prefill(self, ids: list[list[int]], reserve: int):
+        """The batch's prompts through the model: (last-token logits, KV cache, mask, positions);
+        the cache keeps room for ``reserve`` more tokens per row.
+
+        Rows that share a long prefix (``shared_prefix``) have it prefilled once, its KV cache
+        copied to each of them, and only their own tokens prefilled after it; taken only where it
+        fills fewer token slots than one padded pass (``prefill_plan``)."""
+        from .kv_cache import ReservedCache
+
+        torch = self.torch
+        groups, plain, planned = prefill_plan(ids)
+        self.prefill_slots[0] += plain
+        self.prefill_slots[1] += planned
+        prefix_mask = torch.zeros(len(ids), 0, dtype=torch.long)
+        own = [0] * len(ids)  # each row's tokens that come from its group's prefix
+        if groups:
+            heads = [(rows, length) for rows, length in groups if length]
+            head_ids, head_mask = self._left_padded([ids[rows[0]][:length] for rows, length in heads])
+            suffix = max(len(x) - length for rows, length in groups for x in (ids[r] for r in rows))
+            cache = ReservedCache(suffix + reserve)
+            self.model(input_ids=head_ids, attention_mask=head_mask, position_ids=(head_mask.cumsum(-1) - 1).clamp(min=0),
+                       past_key_values=cache, use_cache=True, logits_to_keep=1)
+            head_of = [0] * len(ids)
+            for h, (rows, length) in enumerate(heads):
+                for r in rows:
+                    head_of[r], own[r] = h, length
+            cache.batch_select_indices(torch.tensor(head_of))  # rows of no group see it masked out
+            prefix_mask = head_mask[head_of] * torch.tensor([[int(k > 0)] for k in own])
+        else:
+            cache = ReservedCache(reserve)
+        input_ids, own_mask = self._left_padded([x[k:] for x, k in zip(ids, own)])
+        mask = torch.cat([prefix_mask, own_mask], dim=1)
+        # left padding: positions count real tokens only
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -input_ids.shape[1]:]
+        logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                            past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+        return logits, cache, mask, positions
+
     def _decode(self, reqs: list[ChatRequest], ids: list[list[int]]) -> list[Completion]:
         torch = self.torch
         rows = [_Row(r, len(x), self._matcher(r.constraint), torch) for r, x in zip(reqs, ids)]
-        width = max(map(len, ids))
-        input_ids = torch.tensor([[self.pad] * (width - len(x)) + x for x in ids])
-        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids])
-        # left padding: positions count real tokens only
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
         bitmask = None
         if any(r.matcher for r in rows):
             import xgrammar as xgr
 
             bitmask = xgr.allocate_token_bitmask(len(rows), self.vocab)
-        cache, live = None, list(range(len(rows)))
+        present = list(range(len(rows)))  # the rows in the KV cache, finished ones too until a compaction
         with torch.inference_mode():
+            logits, cache, mask, positions = self._prefill(ids, max(r.max_tokens for r in reqs) + 1)
             while True:
-                out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                                 past_key_values=cache, use_cache=True, logits_to_keep=1)
-                cache = out.past_key_values
-                logits = out.logits[:, -1, : self.vocab].float()
-                nxt = self._pick([rows[i] for i in live], logits, bitmask)
-                keep = [k for k, i in enumerate(live) if not rows[i].done]
+                active = [k for k, i in enumerate(present) if not rows[i].done]
+                picked = self._pick([rows[present[k]] for k in active], logits[active, -1, : self.vocab].float(), bitmask)
+                nxt = [self.pad] * len(present)  # a finished row still in the batch is fed padding
+                for k, t in zip(active, picked):
+                    nxt[k] = t
+                keep = [k for k, i in enumerate(present) if not rows[i].done]
                 if not keep:
                     break
-                if len(keep) < len(live):  # finished rows leave the batch (and the KV cache)
+                # finished rows leave the batch (a copy of the KV cache) once they are a quarter of it
+                if 4 * (len(present) - len(keep)) >= len(present):
                     cache.batch_select_indices(torch.tensor(keep))
                     mask, positions = mask[keep], positions[keep]
                     nxt = [nxt[k] for k in keep]
-                    live = [live[k] for k in keep]
-                input_ids = torch.tensor(nxt).unsqueeze(1)
-                mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype)], dim=1)
+                    present = [present[k] for k in keep]
+                mask = torch.cat([mask, torch.ones(len(present), 1, dtype=mask.dtype)], dim=1)
                 positions = positions[:, -1:] + 1
+                logits = self.model(input_ids=torch.tensor(nxt).unsqueeze(1), attention_mask=mask,
+                                    position_ids=positions, past_key_values=cache, use_cache=True,
+                                    logits_to_keep=1).logits
         return [self._completion(r) for r in rows]
 
     def _pick(self, rows: list[_Row], logits, bitmask) -> list[int]:
