@@ -7,9 +7,14 @@ but ``generate`` draws every row from one global RNG. Here each row samples from
 own ``torch.Generator`` seeded by its request, and carries its own temperature,
 token budget, stop strings and grammar, so a request's output does not depend on the
 settings of the rows it shares a batch with.
+
+Prefill is the cost of a multi-hop prompt (~1,500 tokens of passages), and the agents of a
+question share their passages: rows that begin alike have that prefix prefilled once
+(``shared_prefix``), and the KV cache reserves room for the decode (``kv_cache``).
 """
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import re
@@ -17,7 +22,7 @@ from typing import Sequence
 
 from .base import Backend, ChatRequest, Completion, OnDone
 from .model_files import model_identity, template_identity
-from .shared_prefix import grouped_order, prefill_plan
+from .shared_prefix import MIN_SHARED, grouped_order, prefill_plan
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +63,7 @@ def balanced_batches(items: list, batch_size: int) -> list[list]:
 
 
 class TransformersBackend(Backend):
+    MIN_SHARED = MIN_SHARED  # rows sharing fewer leading tokens are prefilled whole
     def __init__(self, name: str, model: str, batch_size: int = 16, threads: int | None = None,
                  dtype: str = "float32", revision: str | None = None, chat_template_kwargs: dict | None = None,
                  perturb: dict | None = None):
@@ -85,6 +91,9 @@ class TransformersBackend(Backend):
         self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
         self._compiler = None
         self.prefill_slots = [0, 0]  # token slots a padded prefill would fill, and those filled
+        self.min_shared = self.MIN_SHARED
+        # transformers 5 renames forward's past_key_values to cache (the old name goes in 5.40)
+        self._cache_arg = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
 
     def _matcher(self, constraint: dict | None):
         if not constraint:
@@ -109,7 +118,7 @@ class TransformersBackend(Backend):
     def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:
         encoded = [self._prompt_ids(r) for r in requests]
         # Similar lengths together (less padding in each batch), rows sharing a prefix in one batch.
-        order = grouped_order(encoded)
+        order = grouped_order(encoded, self.min_shared)
         out: list[Completion | None] = [None] * len(requests)
         for idx in balanced_batches(order, self.batch_size):
             for i, c in zip(idx, self._decode([requests[i] for i in idx], [encoded[i] for i in idx])):
@@ -137,6 +146,11 @@ class TransformersBackend(Backend):
         return (torch.tensor([[self.pad] * (width - len(x)) + x for x in ids]),
                 torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids]))
 
+    def _forward(self, input_ids, mask, positions, cache):
+        """Last-position logits of one forward pass that extends ``cache`` in place."""
+        return self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                          logits_to_keep=1, **{self._cache_arg: cache}).logits
+
     def _prefill(self, ids: list[list[int]], reserve: int):
         """The batch's prompts through the model: (last-token logits, KV cache, mask, positions);
         the cache keeps room for ``reserve`` more tokens per row.
@@ -147,7 +161,7 @@ class TransformersBackend(Backend):
         from .kv_cache import ReservedCache
 
         torch = self.torch
-        groups, plain, planned = prefill_plan(ids)
+        groups, plain, planned = prefill_plan(ids, self.min_shared)
         self.prefill_slots[0] += plain
         self.prefill_slots[1] += planned
         prefix_mask = torch.zeros(len(ids), 0, dtype=torch.long)
@@ -157,8 +171,7 @@ class TransformersBackend(Backend):
             head_ids, head_mask = self._left_padded([ids[rows[0]][:length] for rows, length in heads])
             suffix = max(len(x) - length for rows, length in groups for x in (ids[r] for r in rows))
             cache = ReservedCache(suffix + reserve)
-            self.model(input_ids=head_ids, attention_mask=head_mask, position_ids=(head_mask.cumsum(-1) - 1).clamp(min=0),
-                       past_key_values=cache, use_cache=True, logits_to_keep=1)
+            self._forward(head_ids, head_mask, (head_mask.cumsum(-1) - 1).clamp(min=0), cache)
             head_of = [0] * len(ids)
             for h, (rows, length) in enumerate(heads):
                 for r in rows:
@@ -171,9 +184,7 @@ class TransformersBackend(Backend):
         mask = torch.cat([prefix_mask, own_mask], dim=1)
         # left padding: positions count real tokens only
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -input_ids.shape[1]:]
-        logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                            past_key_values=cache, use_cache=True, logits_to_keep=1).logits
-        return logits, cache, mask, positions
+        return self._forward(input_ids, mask, positions, cache), cache, mask, positions
 
     def _decode(self, reqs: list[ChatRequest], ids: list[list[int]]) -> list[Completion]:
         torch = self.torch
@@ -203,9 +214,7 @@ class TransformersBackend(Backend):
                     present = [present[k] for k in keep]
                 mask = torch.cat([mask, torch.ones(len(present), 1, dtype=mask.dtype)], dim=1)
                 positions = positions[:, -1:] + 1
-                logits = self.model(input_ids=torch.tensor(nxt).unsqueeze(1), attention_mask=mask,
-                                    position_ids=positions, past_key_values=cache, use_cache=True,
-                                    logits_to_keep=1).logits
+                logits = self._forward(torch.tensor(nxt).unsqueeze(1), mask, positions, cache)
         return [self._completion(r) for r in rows]
 
     def _pick(self, rows: list[_Row], logits, bitmask) -> list[int]:
