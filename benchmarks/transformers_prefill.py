@@ -59,7 +59,7 @@ def main(argv=None) -> None:
     ap.add_argument("--model", default=str(REPO / "resources/models/smollm2-135m"))
     ap.add_argument("--batch-size", type=int, default=32)
     args = ap.parse_args(argv)
-    spec = {"source": "jsonl", "path": str(REPO.parent / "shared/data/mhqa" / f"{args.dataset}.jsonl"),
+    spec = {"name": args.dataset, "source": "jsonl", "path": str(REPO.parent / "shared/data/mhqa" / f"{args.dataset}.jsonl"),
             "n": args.questions}
     questions = load_dataset_spec(spec, REPO)
     backend = TransformersBackend("smollm2-135m", args.model, batch_size=args.batch_size, threads=2)
