@@ -60,7 +60,8 @@ def unit_rows(root: Path, backbone: str, dataset: str, method: str) -> list[dict
             continue
         for seg, chain in zip(t["segments"], t["chains"]):
             segments[t["qid"]].append((len(seg), len(chain)))
-        fallbacks[t["qid"]] += [bool(f) for f in t["graph_fallbacks"] or []]
+        if METHODS[method].structure == "dag":  # a chain method has no graph to fall back from
+            fallbacks[t["qid"]] += [bool(f) for f in t["graph_fallbacks"] or []]
     out = []
     for p in preds:
         j = judged.get(p["qid"], {})
