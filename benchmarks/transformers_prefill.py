@@ -58,6 +58,7 @@ def main(argv=None) -> None:
     ap.add_argument("--questions", type=int, default=6)
     ap.add_argument("--model", default=str(REPO / "resources/models/smollm2-135m"))
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--modes", nargs="+", choices=["shared", "whole"], default=["shared", "whole"])
     args = ap.parse_args(argv)
     spec = {"name": args.dataset, "source": "jsonl", "path": str(REPO.parent / "shared/data/mhqa" / f"{args.dataset}.jsonl"),
             "n": args.questions}
@@ -67,8 +68,9 @@ def main(argv=None) -> None:
     print("| batch | prefill | wall s | prompt tok | gen tok | slots filled / padded | same replies |")
     print("|---|---|---|---|---|---|---|")
     for name, requests in batches(questions).items():
-        results = {share: run(backend, requests, share) for share in (True, False)}
-        same = [c.text for c in results[True][1]] == [c.text for c in results[False][1]]
+        results = {mode == "shared": run(backend, requests, mode == "shared") for mode in args.modes}
+        texts = [[c.text for c in out] for _, out, _ in results.values()]
+        same = all(t == texts[0] for t in texts)
         for share, (wall, out, (plain, filled)) in results.items():
             print(f"| {name} | {'shared' if share else 'whole'} | {wall:.1f} | {sum(c.prompt_tokens for c in out)} | "
                   f"{sum(c.completion_tokens for c in out)} | {filled} / {plain} | {same} |")
