@@ -89,7 +89,7 @@ rule paper_table2:
 rule paper_cost:
     input:
         predictions=plan.paper_predictions(),
-        traces=plan.paper_traces(),
+        traces=plan.paper_traces(LMAD_METHODS),
     output:
         csv=layout.paper("cost.csv"),
         md=paper_report("cost.md", "cost"),

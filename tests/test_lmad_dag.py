@@ -587,6 +587,7 @@ def test_the_trace_figure_draws_chain_and_graph_lmad(tmp_path, monkeypatch):
 def test_lmad_dag_runs_beside_lmad_and_its_prompt_reruns_only_graph_extraction(workdir):
     import time
 
+    import polars as pl
     from conftest import make_config, snakemake, write_config
 
     config = make_config(workdir, n=3, methods=["sc", "lmad", "lmad-dag"], lmad={"iterations": 2, "local_rounds": 1})
@@ -606,6 +607,10 @@ def test_lmad_dag_runs_beside_lmad_and_its_prompt_reruns_only_graph_extraction(w
         assert per_q == dict(zip(preds["qid"], preds["calls"]))
     assert "LMAD-DAG" in (workdir / "results" / "paper" / "table1.md").read_text()
     assert (workdir / "results" / "paper" / "lmad_trace.png").exists()
+    # the cost table reads graph LMAD's traces too: its last-iteration calls and truncation rates
+    cost = {r["method"]: r for r in pl.read_csv(workdir / "results" / "paper" / "cost.csv").to_dicts()}
+    assert cost["lmad-dag"]["last_iteration_aux_calls_per_q"] is not None
+    assert cost["lmad-dag"]["truncated_extractor"] is not None
 
     dag_extract, chain_extract = base / "lmad-dag" / "iter0" / "extract.parquet", base / "lmad" / "iter0" / "extract.parquet"
     before = {p: p.stat().st_mtime_ns for p in (dag_extract, chain_extract, base / "samples" / "proposals.parquet")}

@@ -7,21 +7,13 @@ and copies its KV cache to the rows. Pure functions over token lists; the backen
 """
 from __future__ import annotations
 
+from os.path import commonprefix
 from typing import Sequence
 
 # a shared prefix shorter than this saves less than the second forward pass costs
 MIN_SHARED = 64
 # the rows a group may hold (keeps the segmentation linear in the batch)
 MAX_GROUP = 64
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens ``a`` and ``b`` share."""
-    n = min(len(a), len(b))
-    for k in range(n):
-        if a[k] != b[k]:
-            return k
-    return n
 
 
 def prefix_groups(ids: Sequence[Sequence[int]], min_shared: int = MIN_SHARED) -> list[tuple[list[int], int]]:
@@ -35,7 +27,8 @@ def prefix_groups(ids: Sequence[Sequence[int]], min_shared: int = MIN_SHARED) ->
     order = sorted(range(len(ids)), key=lambda i: tuple(ids[i]))
     n = len(order)
     # lcp[k]: tokens rows order[k] and order[k+1] share, at most one short of either row
-    lcp = [min(common_prefix(ids[order[k]], ids[order[k + 1]]), len(ids[order[k]]) - 1, len(ids[order[k + 1]]) - 1)
+    # (commonprefix compares any sequences element by element)
+    lcp = [min(len(commonprefix([ids[order[k]], ids[order[k + 1]]])), len(ids[order[k]]) - 1, len(ids[order[k + 1]]) - 1)
            for k in range(n - 1)]
     best = [0] * (n + 1)  # best[j]: the most tokens saved over the first j sorted rows
     cut = [0] * (n + 1)   # where the last run of that best starts

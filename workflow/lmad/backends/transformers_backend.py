@@ -168,14 +168,14 @@ class TransformersBackend(Backend):
         own = [0] * len(ids)  # each row's tokens that come from its group's prefix
         if groups:
             heads = [(rows, length) for rows, length in groups if length]
-            head_ids, head_mask = self._left_padded([ids[rows[0]][:length] for rows, length in heads])
-            suffix = max(len(x) - length for rows, length in groups for x in (ids[r] for r in rows))
-            cache = ReservedCache(suffix + reserve)
-            self._forward(head_ids, head_mask, (head_mask.cumsum(-1) - 1).clamp(min=0), cache)
             head_of = [0] * len(ids)
             for h, (rows, length) in enumerate(heads):
                 for r in rows:
                     head_of[r], own[r] = h, length
+            head_ids, head_mask = self._left_padded([ids[rows[0]][:length] for rows, length in heads])
+            # room for the second pass's widest row too
+            cache = ReservedCache(max(len(x) - k for x, k in zip(ids, own)) + reserve)
+            self._forward(head_ids, head_mask, (head_mask.cumsum(-1) - 1).clamp(min=0), cache)
             cache.batch_select_indices(torch.tensor(head_of))  # rows of no group see it masked out
             prefix_mask = head_mask[head_of] * torch.tensor([[int(k > 0)] for k in own])
         else:
