@@ -694,8 +694,9 @@ def stage_jobs(work: Path) -> tuple[list[dict], list[dict]]:
     match_segments(jobs, segs)
     for job in jobs:
         stats = job.get("stats") or {}
-        if "completion_tokens" in stats:
-            job["completion_tokens"], job["prompt_tokens"] = stats["completion_tokens"], stats.get("prompt_tokens")
+        if "computed_completion_tokens" in stats:  # the job's misses', counted by its backends
+            job["completion_tokens"] = stats["computed_completion_tokens"]
+            job["prompt_tokens"] = stats.get("computed_prompt_tokens")
             job["tokens_from"] = "stats file"
         elif job.get("segments"):
             job["completion_tokens"] = sum(s["completion_tokens"] for s in job["segments"])

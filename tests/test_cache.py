@@ -51,6 +51,18 @@ def test_miss_then_hit_and_lazy_load(tmp_path):
     assert not second.loaded
 
 
+def test_computed_tokens_count_the_models_work_only(tmp_path):
+    """A job's computed tokens are its misses': a hit or an in-batch duplicate costs the model nothing."""
+    batch = [req("a b"), req("c"), req("a b")]
+    first = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    out = first.generate(batch)
+    assert first.computed_prompt_tokens == out[0].prompt_tokens + out[1].prompt_tokens > 0
+    assert first.computed_completion_tokens == out[0].completion_tokens + out[1].completion_tokens > 0
+    second = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
+    second.generate(batch + [req("d")])
+    assert second.hits == 3 and second.computed_prompt_tokens == ScriptedBackend(name="x").prompt_tokens(req("d"))
+
+
 def test_sampled_calls_are_keyed_by_seed(tmp_path):
     backend = CachedBackend(counting_factory([]), "double@test-double", tmp_path)
     out = backend.generate([req("q", 0.7, seed=1), req("q", 0.7, seed=2), req("q", 0.7, seed=1)])

@@ -109,8 +109,8 @@ def test_workflow_report_reads_manifest_logs_stats_and_segments(tmp_path, capsys
          {"calls": 2, "hits": 0, "misses": 2, "loads": 0, "models": ["smol@abc"]})
     # a job whose stats carry token counts: taken from there
     _job(work, "logs/smol/hotpotqa/judge.log", "judge", t + 20, 5.0,
-         {"calls": 4, "hits": 0, "misses": 4, "loads": 0, "models": ["smol@abc"], "completion_tokens": 40,
-          "prompt_tokens": 400})
+         {"calls": 4, "hits": 0, "misses": 4, "loads": 0, "models": ["smol@abc"], "computed_completion_tokens": 40,
+          "computed_prompt_tokens": 400})
     _job(work, "logs/prepare_data/hotpotqa.log", "prepare_data", t - 5, 1.0, None)
     _segment(work, "host-1-a", [10] * 6, t + 9)
     _segment(work, "host-2-b", [20, 30], t + 7)
@@ -121,6 +121,7 @@ def test_workflow_report_reads_manifest_logs_stats_and_segments(tmp_path, capsys
     assert by["logs/smol/generate/proposals.log"]["tok_s"] == 6.0
     assert by["logs/smol/generate/cot.log"]["completion_tokens"] == 50
     assert by["logs/smol/hotpotqa/judge.log"]["tokens_from"] == "stats file"
+    assert (by["logs/smol/hotpotqa/judge.log"]["completion_tokens"], by["logs/smol/hotpotqa/judge.log"]["tok_s"]) == (40, 8.0)
     assert by["logs/prepare_data/hotpotqa.log"]["wall_s"] == 1.0 and "completion_tokens" not in by[
         "logs/prepare_data/hotpotqa.log"]
     assert all(s["job"] for s in segs)

@@ -166,11 +166,20 @@ def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
     assert manifest["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}", manifest["git_commit"])
     # generate cot, generate proposals, judge and judge_validation each loaded the (scripted) model once
     assert manifest["model_loads"] == {"scripted": 4}
-    assert manifest["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 4, "engine_starts": 4}
+    first = manifest["models"]["scripted"]
+    assert {k: first[k] for k in ("backend", "stage_logs", "loads", "engine_starts")} == \
+        {"backend": "scripted", "stage_logs": 4, "loads": 4, "engine_starts": 4}
     # each model job's statistics, from the backend's counters (not its log text)
-    judge = json.loads((workdir / "logs" / "scripted" / "judge.stats.json").read_text())
+    stats = {name: json.loads((workdir / "logs" / "scripted" / name).read_text())
+             for name in ("judge.stats.json", "generate/proposals.stats.json", "generate/cot.stats.json")}
+    stats["validation"] = json.loads((workdir / "logs" / "judge_validation" / "scripted.stats.json").read_text())
+    judge = stats["judge.stats.json"]
     # (two methods' identical answers make one judge request: computed once, the copy a hit)
     assert judge["calls"] == judge["hits"] + judge["misses"] and judge["misses"] > 0 and judge["loads"] == 1
+    # the tokens the model computed: every job's, summed per model
+    assert judge["computed_prompt_tokens"] > judge["misses"] and judge["computed_completion_tokens"] > 0
+    for key in ("computed_prompt_tokens", "computed_completion_tokens"):
+        assert first[key] == sum(s[key] for s in stats.values())
 
     # stages whose calls are all cached never load the model, and a config change reruns
     # the manifest: the new one counts no loads under a new config hash
@@ -179,10 +188,32 @@ def test_manifest_counts_model_loads_from_the_stage_logs(workdir):
     snakemake(workdir, "--forcerun", "generate")
     again = json.loads((workdir / "results" / "manifest.json").read_text())
     # judge_validation reads only the questions, so it did not rerun: its log is the first run's
-    assert again["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 1, "engine_starts": 1}
+    assert again["models"]["scripted"] == {"backend": "scripted", "stage_logs": 4, "loads": 1, "engine_starts": 1,
+                                           **{k: stats["validation"][k] for k in ("computed_prompt_tokens",
+                                                                                 "computed_completion_tokens")}}
     rejudged = json.loads((workdir / "logs" / "scripted" / "judge.stats.json").read_text())
-    assert rejudged == {**judge, "hits": judge["calls"], "misses": 0, "loads": 0}
+    assert rejudged == {**judge, "hits": judge["calls"], "misses": 0, "loads": 0,
+                        "computed_prompt_tokens": 0, "computed_completion_tokens": 0}
     assert again["config_sha256"] != manifest["config_sha256"]
+
+
+def test_manifest_tokens_are_unknown_when_a_jobs_statistics_lack_them(tmp_path):
+    """A stats file from before token counts (or a log-text fallback) makes the model's sum None,
+    never a number that leaves that job out."""
+    from lmad.stages.manifest import count_loads
+
+    logs = tmp_path / "logs" / "m" / "generate"
+    logs.mkdir(parents=True)
+    counted = {"calls": 2, "hits": 0, "misses": 2, "loads": 1,
+               "computed_prompt_tokens": 30, "computed_completion_tokens": 7}
+    (logs / "cot.stats.json").write_text(json.dumps(counted))
+    (logs / "cot.log").write_text("")
+    assert count_loads([logs / "cot.log"], tmp_path / "logs", "j")["m"] == \
+        {"stage_logs": 1, "loads": 1, "computed_prompt_tokens": 30, "computed_completion_tokens": 7}
+    (logs / "proposals.stats.json").write_text(json.dumps({"calls": 1, "hits": 1, "misses": 0, "loads": 0}))
+    (logs / "proposals.log").write_text("")
+    both = count_loads([logs / "cot.log", logs / "proposals.log"], tmp_path / "logs", "j")["m"]
+    assert both == {"stage_logs": 2, "loads": 1, "computed_prompt_tokens": None, "computed_completion_tokens": None}
 
 
 def test_a_gpu_for_a_non_vllm_model_is_refused(workdir):

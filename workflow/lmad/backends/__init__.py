@@ -60,9 +60,12 @@ OPENED: list[CachedBackend] = []
 
 
 def run_stats() -> dict[str, Any]:
-    """Calls, cache hits and model loads of the backends this process (one job) opened."""
+    """Calls, cache hits, model loads and the tokens the models computed (misses only) of the
+    backends this process (one job) opened."""
     return {"calls": sum(b.hits + b.misses for b in OPENED), "hits": sum(b.hits for b in OPENED),
             "misses": sum(b.misses for b in OPENED), "loads": sum(b.loaded for b in OPENED),
+            "computed_prompt_tokens": sum(b.computed_prompt_tokens for b in OPENED),
+            "computed_completion_tokens": sum(b.computed_completion_tokens for b in OPENED),
             "models": sorted({b.model_id for b in OPENED})}
 
 

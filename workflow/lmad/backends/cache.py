@@ -451,6 +451,9 @@ class CachedBackend(Backend):
         self.chunk_size = chunk_size
         self.hits = 0
         self.misses = 0
+        # tokens the model itself processed (cache misses): the job's compute, not its calls' size
+        self.computed_prompt_tokens = 0
+        self.computed_completion_tokens = 0
         self.probes = 0  # next-token log-probability reads (layer D), never stored
         self.sanitized = 0
         self.context_window = context_window  # config max_model_len; else the backend's own
@@ -504,6 +507,8 @@ class CachedBackend(Backend):
                     completion = replace(completion, text=text, sanitized=True)
                 if completion.finish_reason != "error":
                     self.store.put(key, completion)  # persisted the moment it returns
+                    self.computed_prompt_tokens += completion.prompt_tokens
+                    self.computed_completion_tokens += completion.completion_tokens
                 out[i] = completion
 
             sendable, sent = [], []

@@ -2,8 +2,9 @@
 
 Records the hash of the run's config, the package version, the git commit of the
 workflow checkout (when it is a git checkout) and, per model, how many stage jobs loaded
-it. Every model job writes its run statistics beside its log (``<log>.stats.json``:
-calls, cache hits, misses, loads; ``lmad.job``), from the backends' counters; logs from
+it and the tokens it computed. Every model job writes its run statistics beside its log
+(``<log>.stats.json``: calls, cache hits, misses, loads, the prompt and generated tokens of its
+misses; ``lmad.job``), from the backends' counters; logs from
 before those files are read for their ``model_loaded=True|False`` line. The model is
 built only on the first cache miss, so a load is one engine start for an embedded
 backend (``vllm``, ``transformers``) and one client of the shared server for ``openai``
@@ -90,10 +91,15 @@ def _read_stats(path: Path) -> dict | None:
     return stats if isinstance(stats, dict) and isinstance(stats.get("loads"), int) else None
 
 
-def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[str, int]]:
-    """Per model: stage logs with a cache-stats line, how many of them loaded it, and how many
-    started its server (a served model: ``server_starts``, lmad.backends.serve's log line)."""
-    counts: dict[str, dict[str, int]] = {}
+TOKENS = ("computed_prompt_tokens", "computed_completion_tokens")
+
+
+def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[str, int | None]]:
+    """Per model: stage logs with a cache-stats line, how many of them loaded it, the tokens
+    they computed (None when a job's statistics predate token counts: a sum without it would
+    understate), and how many started its server (a served model: ``server_starts``,
+    lmad.backends.serve's log line)."""
+    counts: dict[str, dict[str, int | None]] = {}
     for path in logs:
         for name in _SERVER_START.findall(path.read_text(errors="replace")):
             entry = counts.setdefault(name, {"stage_logs": 0, "loads": 0})
@@ -105,9 +111,12 @@ def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[
         loads = [stats["loads"]] if stats is not None else \
             [int(flag == "True") for flag in _STATS.findall(path.read_text(errors="replace"))]
         for n in loads:
-            entry = counts.setdefault(model, {"stage_logs": 0, "loads": 0})
+            entry = counts.setdefault(model, {"stage_logs": 0, "loads": 0, **dict.fromkeys(TOKENS, 0)})
             entry["stage_logs"] += 1
             entry["loads"] += n
+            for key in TOKENS:
+                got = stats.get(key) if stats is not None else None
+                entry[key] = entry[key] + got if isinstance(got, int) and entry[key] is not None else None
     return counts
 
 
@@ -122,7 +131,7 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
     counts = count_loads(logs, logs_root, judge)
     models = {}
     for name in dict.fromkeys([*backbones, judge]):
-        entry = {"stage_logs": 0, "loads": 0, **counts.get(name, {})}
+        entry = {"stage_logs": 0, "loads": 0, **dict.fromkeys(TOKENS, 0), **counts.get(name, {})}
         if name in (config.get("committees") or {}):  # its jobs' logs load each member model they call
             models[name] = {"backend": "committee", "members": models_of(config, name), **entry,
                             "engine_starts": entry["loads"]}
