@@ -21,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 
+from lmad.backends.shared_prefix import MIN_SHARED  # noqa: E402
 from lmad.backends.transformers_backend import TransformersBackend  # noqa: E402
 from lmad.data.loaders import load_dataset_spec  # noqa: E402
 from lmad.prompts import load_prompt  # noqa: E402
@@ -45,7 +46,7 @@ def batches(questions: list[dict]) -> dict[str, list]:
 
 
 def run(backend: TransformersBackend, requests: list, share: bool):
-    backend.min_shared = backend.MIN_SHARED if share else 10**9
+    backend.min_shared = MIN_SHARED if share else 10**9
     backend.prefill_slots = [0, 0]
     start = time.perf_counter()
     out = backend.generate(requests)

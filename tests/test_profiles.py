@@ -214,6 +214,11 @@ def test_manifest_tokens_are_unknown_when_a_jobs_statistics_lack_them(tmp_path):
     (logs / "proposals.log").write_text("")
     both = count_loads([logs / "cot.log", logs / "proposals.log"], tmp_path / "logs", "j")["m"]
     assert both == {"stage_logs": 2, "loads": 1, "computed_prompt_tokens": None, "computed_completion_tokens": None}
+    # a served model: the job that started its server counts it, and its own statistics too
+    (logs / "cot.log").write_text("started a server for m (port 8000)\n")
+    served = count_loads([logs / "cot.log"], tmp_path / "logs", "j")["m"]
+    assert served == {"stage_logs": 1, "loads": 1, "server_starts": 1,
+                      "computed_prompt_tokens": 30, "computed_completion_tokens": 7}
 
 
 def test_a_gpu_for_a_non_vllm_model_is_refused(workdir):

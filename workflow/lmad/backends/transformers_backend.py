@@ -63,7 +63,6 @@ def balanced_batches(items: list, batch_size: int) -> list[list]:
 
 
 class TransformersBackend(Backend):
-    MIN_SHARED = MIN_SHARED  # rows sharing fewer leading tokens are prefilled whole
     def __init__(self, name: str, model: str, batch_size: int = 16, threads: int | None = None,
                  dtype: str = "float32", revision: str | None = None, chat_template_kwargs: dict | None = None,
                  perturb: dict | None = None):
@@ -91,7 +90,7 @@ class TransformersBackend(Backend):
         self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
         self._compiler = None
         self.prefill_slots = [0, 0]  # token slots a padded prefill would fill, and those filled
-        self.min_shared = self.MIN_SHARED
+        self.min_shared = MIN_SHARED  # rows sharing fewer leading tokens are prefilled whole
         # transformers 5 renames forward's past_key_values to cache (the old name goes in 5.40)
         self._cache_arg = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
 

@@ -94,6 +94,10 @@ def _read_stats(path: Path) -> dict | None:
 TOKENS = ("computed_prompt_tokens", "computed_completion_tokens")
 
 
+def _empty_counts() -> dict[str, int | None]:
+    return {"stage_logs": 0, "loads": 0, **dict.fromkeys(TOKENS, 0)}
+
+
 def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[str, int | None]]:
     """Per model: stage logs with a cache-stats line, how many of them loaded it, the tokens
     they computed (None when a job's statistics predate token counts: a sum without it would
@@ -102,7 +106,7 @@ def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[
     counts: dict[str, dict[str, int | None]] = {}
     for path in logs:
         for name in _SERVER_START.findall(path.read_text(errors="replace")):
-            entry = counts.setdefault(name, {"stage_logs": 0, "loads": 0})
+            entry = counts.setdefault(name, _empty_counts())
             entry["server_starts"] = entry.get("server_starts", 0) + 1
         top = path.relative_to(logs_dir).parts[0]
         model = judge if path.name == "judge.log" or top == "judge_validation" else top
@@ -111,11 +115,11 @@ def count_loads(logs: list[Path], logs_dir: Path, judge: str) -> dict[str, dict[
         loads = [stats["loads"]] if stats is not None else \
             [int(flag == "True") for flag in _STATS.findall(path.read_text(errors="replace"))]
         for n in loads:
-            entry = counts.setdefault(model, {"stage_logs": 0, "loads": 0, **dict.fromkeys(TOKENS, 0)})
+            entry = counts.setdefault(model, _empty_counts())
             entry["stage_logs"] += 1
             entry["loads"] += n
             for key in TOKENS:
-                got = stats.get(key) if stats is not None else None
+                got = (stats or {}).get(key)
                 entry[key] = entry[key] + got if isinstance(got, int) and entry[key] is not None else None
     return counts
 
@@ -131,7 +135,7 @@ def manifest(tables: list[str], manifest: str, config: dict, repo: str, provenan
     counts = count_loads(logs, logs_root, judge)
     models = {}
     for name in dict.fromkeys([*backbones, judge]):
-        entry = {"stage_logs": 0, "loads": 0, **dict.fromkeys(TOKENS, 0), **counts.get(name, {})}
+        entry = counts.get(name, _empty_counts())
         if name in (config.get("committees") or {}):  # its jobs' logs load each member model they call
             models[name] = {"backend": "committee", "members": models_of(config, name), **entry,
                             "engine_starts": entry["loads"]}
