@@ -82,7 +82,8 @@ def sequential(work: Path, config: dict) -> tuple[dict, dict]:
     from lmad.prompts import load_prompt
     from lmad.protocols.debate import debate_prediction_rows, protocol, run_round, setting_of
     from lmad.schemas import read_table
-    from lmad.solver import derive_seed, job_yes_no, sample_rows, solver_request
+    from lmad.answers import reading_of
+    from lmad.solver import derive_seed, sample_rows, solver_request
 
     spec = {"name": MODEL, **config["models"][MODEL], "cache_chunk": 1}
     if "gguf" in spec:
@@ -99,7 +100,7 @@ def sequential(work: Path, config: dict) -> tuple[dict, dict]:
                      "seed": derive_seed(seed, q["qid"], a),
                      "request": solver_request(solver, q, t, derive_seed(seed, q["qid"], a),
                                                config["solver"]["max_tokens"]),
-                     "yes_no": job_yes_no(q)} for a, t in enumerate(config["agents"]["temperatures"])]
+                     "reading": reading_of(q)} for a, t in enumerate(config["agents"]["temperatures"])]
             proposals = sample_rows(backend, jobs)
             samples, steps, previous, state = [], [], (), None
             for t in range(setting.rounds + 1):

@@ -24,7 +24,7 @@ if plan.opinion_datasets:
             prediction_units=plan.opinion_prediction_units(),
             code=code_hash("lmad.stages.opinion.opinion_table", "lmad.stages.opinion.opinion_rows",
                            "lmad.stages.opinion.summarize", "lmad.stages.opinion.final_answers",
-                           "lmad.stages.opinion.opinion_markdown", "lmad.answer_types.opinion_similarity"),
+                           "lmad.stages.opinion.opinion_markdown", "lmad.answers.opinion_similarity"),
         conda:
             "../envs/pipeline.yaml"
         script:

@@ -72,7 +72,7 @@ rule process_table:
     params:
         code=code_hash("lmad.stages.process.process_table", "lmad.stages.process._transitions",
                        "lmad.process.rubric_summary", "lmad.paper.dynamics.dynamics",
-                       "lmad.answer_types.gold_correct", "lmad.stages.units.read_golds"),
+                       "lmad.answers.gold_correct", "lmad.stages.units.read_golds"),
     conda:
         "../envs/pipeline.yaml"
     script:

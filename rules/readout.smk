@@ -34,8 +34,8 @@ if FINALIZE["enabled"]:
             code=code_hash("lmad.stages.readout.readout_table", "lmad.stages.readout.method_costs",
                            "lmad.stages.readout._figure_readout", "lmad.paper.readout.readout_rows",
                            "lmad.paper.readout.with_average", "lmad.paper.readout.lift_cells",
-                           "lmad.answer_types.gold_correct", "lmad.answer_types.majority_vote",
-                           "lmad.answer_types.same_answer", "lmad.stages.units.read_golds"),
+                           "lmad.answers.gold_correct", "lmad.answers.majority_vote",
+                           "lmad.answers.same_answer", "lmad.stages.units.read_golds"),
         conda:
             "../envs/pipeline.yaml"
         script:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lmad.answers import normalize_answer
+from lmad.answers.span import normalize_answer
+from lmad.data.convert import ANSWER_TYPE
 from lmad.schemas import write_table
 
 DATASETS = ["hotpotqa", "2wikimultihopqa", "musique", "strategyqa"]
@@ -52,6 +53,7 @@ def gold(d: str, q: str) -> str:
 def _questions(d: str, n: int) -> list[dict]:
     return [{"qid": q, "dataset": d, "benchmark": d, "question": f"Which {q} of {d}? <b>&</b>", "answer": gold(d, q),
              "aliases": [f"alias {q}"] if i % 3 == 0 else [], "qtype": "bridge", "source": "property",
+             "answer_type": ANSWER_TYPE[d],
              "context": [{"title": f"T{j}", "sentences": [f"Sentence {j} of {q}."]} for j in range(2)],
              "supporting_facts": [{"title": "T0", "sent_id": 0}]} for i, q in enumerate(qids(n))]
 

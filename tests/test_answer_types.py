@@ -8,8 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lmad import answer_types as at
-from lmad import answers
+from answer_reference import reference_vote
+from lmad import answers as at
+from lmad.answers import latex_math, official, span
+from lmad.answers.choice import LETTERS
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # math-verify runs
@@ -127,7 +129,7 @@ def test_math_gold_in_every_form(g, k):
 @FAST
 @given(n=st.integers(1, 26), i=st.integers(0, 25), k=st.integers(0, 9), prose=st.sampled_from(["", "A dog ran. I think.\n"]))
 def test_choice_gold_in_every_form(n, i, k, prose):
-    x = at._LETTERS[i % n]
+    x = LETTERS[i % n]
     form = [f"Answer: {x}", f"Answer: ({x})", f"**Answer:** {x}.", f"\\boxed{{{x}}}", f"The correct option is ({x}).",
             f"{x})", f"answer: {x.lower()}", f"The answer is {x}", f"Answer: {x}) because", f"\\boxed{{\\text{{{x}}}}}"][k]
     for t in ("choice", "opinion"):
@@ -157,14 +159,15 @@ span_answers = st.lists(st.one_of(st.sampled_from(["Paris", "paris.", "The Paris
 @pytest.mark.parametrize("answer_type", ["span", "yes_no"])
 @FAST
 @given(xs=span_answers, data=st.data())
-def test_span_voting_is_answers_voting(answer_type, xs, data):
+def test_span_voting_is_the_reference_vote(answer_type, xs, data):
     key = data.draw(st.one_of(st.none(), st.lists(st.integers(0, 3), min_size=len(xs), max_size=len(xs))))
-    assert at.majority_vote(xs, answer_type, order_key=key) == answers.majority_vote(xs, order_key=key)
-    assert repr(at.majority_vote(xs, answer_type, order_key=key)) == repr(answers.majority_vote(xs, order_key=key))
-    assert at.all_agree(xs, answer_type) == answers.all_agree(xs)
+    order = None if key is None else sorted(range(len(xs)), key=lambda i: (key[i], i))
+    assert at.majority_vote(xs, answer_type, order_key=key)[0] == reference_vote(xs, answer_type, order)
+    keys = {span.normalize_answer(x or "") for x in xs}
+    assert at.all_agree(xs, answer_type) == (bool(xs) and len(keys) == 1 and "" not in keys)
     if key is not None:
         f = key.__getitem__
-        assert at.majority_vote(xs, answer_type, order_key=f) == answers.majority_vote(xs, order_key=f)
+        assert at.majority_vote(xs, answer_type, order_key=f) == at.majority_vote(xs, answer_type, order_key=key)
 
 
 def test_voting_groups_by_equivalence():
@@ -267,7 +270,7 @@ def test_math_equivalence(a, b, same):
 
 
 def test_math_verify_outside_the_main_thread():
-    at._equiv_canon.cache_clear()
+    latex_math._verified.cache_clear()
     out = {}
 
     def work():
@@ -281,10 +284,10 @@ def test_math_verify_outside_the_main_thread():
 
 
 def test_math_verify_timeout_in_the_main_thread(monkeypatch):
-    monkeypatch.setattr(at, "_MV_TIMEOUT_S", 1)
-    at._equiv_canon.cache_clear()
+    monkeypatch.setattr(latex_math, "_MV_TIMEOUT_S", 1)
+    latex_math._verified.cache_clear()
     assert at.equivalent("2^{2^{100}}", "3", "math") is False
-    at._equiv_canon.cache_clear()
+    latex_math._verified.cache_clear()
 
 
 @pytest.mark.parametrize("text,n,want,method", [
@@ -347,7 +350,7 @@ def test_span_scoring_is_official_em():
     assert at.is_correct("the Eiffel Tower.", ["Eiffel Tower"], "span") is True
     assert at.is_correct("Eiffel", ["Eiffel Tower"], "span") is False
     assert at.is_correct("yes", "yes", "yes_no", rules="yes_no") is True
-    assert at.extract("Yes, they are.", "yes_no") == answers.extract_answer("Yes, they are.", yes_no=True)
+    assert at.extract("Yes, they are.", "yes_no") == span.extract_answer("Yes, they are.", yes_no=True)
     assert at.extract("Answer: Paris", "span") == ("Paris", "answer_line")
 
 
@@ -425,11 +428,14 @@ def _question(answer, answer_type=None, aliases=(), benchmark="x"):
 def test_gold_of_a_question_row():
     g = at.gold_of(_question("\\frac{1}{2}", "math", ["0.5"], "math500"))
     assert (tuple(g), g.answer_type, g.rules) == (("\\frac{1}{2}", "0.5"), "math", "hotpotqa")
-    assert at.gold_of(_question("no", None, benchmark="strategyqa")).rules == "yes_no"
+    assert at.gold_of(_question("no", "yes_no", benchmark="strategyqa")).rules == "yes_no"
     assert at.gold_of(_question("Paris", "span", benchmark="musique.shard2")).rules == "musique"
-    assert at.gold_of(_question("Paris")) == at.Gold(("Paris",))  # no type, unknown benchmark: span, default rules
+    assert at.gold_of(_question("Paris", "span")) == at.Gold(("Paris",), "span")  # unknown benchmark: default rules
+    with pytest.raises(ValueError, match="no answer_type"):
+        at.gold_of(_question("Paris"))  # a row without its type is an error, never a span
     assert at.golds_of([_question("B", "choice")]) == {("d", "q1"): at.Gold(("B",), "choice")}
-    assert at.as_gold(["Paris", None]) == at.Gold(("Paris",)) and at.as_gold("Paris") == at.Gold(("Paris",))
+    with pytest.raises(TypeError, match="Gold"):
+        at.gold_correct("Paris", ["Paris"])  # gold strings carry no type
     with pytest.raises(ValueError, match="unknown answer type"):
         at.Gold(("x",), "essay")
 
@@ -448,8 +454,8 @@ def test_gold_correct_by_the_answer_type(answer_type, gold, right, wrong):
 
 def test_span_rules_would_get_typed_answers_wrong():
     # the reason the analyses take the gold's type
-    assert not answers.exact_match("1/2", ["\\frac{1}{2}"]) and not answers.exact_match("0.5", ["\\frac{1}{2}"])
-    assert answers.exact_match("3", ["-3"]) and not at.gold_correct("3", at.Gold(("-3",), "numeric"))
+    assert not official.exact_match("1/2", ["\\frac{1}{2}"]) and not official.exact_match("0.5", ["\\frac{1}{2}"])
+    assert official.exact_match("3", ["-3"]) and not at.gold_correct("3", at.Gold(("-3",), "numeric"))
 
 
 def test_opinion_questions_have_no_right_answer():
@@ -463,17 +469,17 @@ spans = st.one_of(st.sampled_from(["Paris", "paris.", "The Paris", "", "yes", "N
 @given(pred=st.one_of(spans, st.none()), golds=st.lists(spans, max_size=3),
        rules=st.sampled_from(["hotpotqa", "musique", "yes_no"]))
 def test_span_gold_correct_is_official_em(pred, golds, rules):
-    em = bool(answers.exact_match(pred or "", golds, rules))
-    assert at.gold_correct(pred, golds) == em == at.gold_correct(pred, at.Gold(tuple(golds), "span", rules))
+    em = bool(official.exact_match(pred or "", golds, rules))
+    assert em == at.gold_correct(pred, at.Gold(tuple(golds), "span", rules))
     assert at.gold_correct(pred, at.Gold(tuple(golds), "yes_no", rules)) == em
 
 
 @FAST
 @given(a=spans, b=spans, answer_type=st.sampled_from(["span", "yes_no"]))
 def test_span_keys_and_sameness_are_the_normalization(a, b, answer_type):
-    assert at.group_keys([a, b], answer_type) == [answers.normalize_answer(a), answers.normalize_answer(b)]
-    assert at.same_answer(a, b, answer_type) == (answers.normalize_answer(a) == answers.normalize_answer(b))
-    assert at.key_of(a, {"answer_type": answer_type}) == answers.normalize_answer(a)
+    assert at.group_keys([a, b], answer_type) == [span.normalize_answer(a), span.normalize_answer(b)]
+    assert at.same_answer(a, b, answer_type) == (span.normalize_answer(a) == span.normalize_answer(b))
+    assert at.key_of(a, {"answer_type": answer_type}) == span.normalize_answer(a)
 
 
 def test_group_keys_follow_the_typed_vote():
@@ -481,4 +487,16 @@ def test_group_keys_follow_the_typed_vote():
     assert at.group_keys(["(B)", "B", "c"], "choice") == ["B", "B", "C"]
     assert at.same_answer("", "", "math") and at.same_answer("(B)", "B", "choice")
     assert not at.same_answer("", "B", "choice") and not at.same_answer("1/2", "2", "math")
-    assert at.key_of("(b)", {"answer_type": "choice"}) == "B" and at.type_of({}) == "span"
+    assert at.key_of("(b)", {"answer_type": "choice"}) == "B"
+    with pytest.raises(ValueError, match="no answer_type"):
+        at.type_of({})
+
+
+def test_every_benchmark_names_a_registered_type():
+    from lmad.data import ANSWER_TYPE
+
+    assert set(ANSWER_TYPE.values()) <= set(at.TYPES) and set(at.ANSWER_TYPES) == set(at.TYPES)
+    with pytest.raises(ValueError, match="unknown answer type"):
+        at.get("essay")
+    with pytest.raises(ValueError, match="no answer type"):
+        at.get(None)

@@ -1,18 +1,13 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lmad.answers import (
-    MAX_ANSWER_WORDS,
-    all_agree,
-    canonical_yes_no,
-    exact_match,
-    extract_answer,
-    f1_score,
-    is_yes_no_question,
-    majority_vote,
-    normalize_answer,
-    normalize_hotpot,
-)
+from lmad.answers import get
+from lmad.answers.official import exact_match, f1_score
+from lmad.answers.span import canonical_yes_no, extract_answer, is_yes_no_question, normalize_answer
+from lmad.answers.text import MAX_ANSWER_WORDS, normalize_hotpot
+
+SPAN = get("span")
+majority_vote, all_agree = SPAN.vote, SPAN.agree
 
 
 # ---------------------------------------------------------------- extraction
@@ -286,9 +281,10 @@ def test_majority_vote_empty_never_wins():
     assert info["votes"] == {"": 2, "paris": 1}
     assert info["strict_majority"] is False
     assert info["tie"] is False
-    # punctuation/article-only answers normalize to "" and count as empty
-    ans, _ = majority_vote(["The", "...", "London"])
-    assert ans == "London"
+    # punctuation-only answers count as empty; an answer the normalization would erase ("The",
+    # "A") is still an answer, kept lower-cased
+    ans, info = majority_vote(["...", "The", "London"])
+    assert ans == "The" and info["votes"] == {"": 1, "the": 1, "london": 1}
 
 
 def test_majority_vote_all_empty():
@@ -338,3 +334,9 @@ def _official_normalize(s):
        | st.text(max_size=40))
 def test_normalize_is_the_official_script_on_any_text(raw):
     assert normalize_hotpot(raw) == _official_normalize(raw)
+
+
+def test_a_span_keeps_the_sign_of_a_negative_number():
+    assert extract_answer("Answer: -3") == ("-3", "answer_line")
+    assert extract_answer("Answer: - Paris") == ("Paris", "answer_line")  # a bullet's dash is no sign
+    assert majority_vote(["-3", "3", "3"])[0] == "3" and not all_agree(["-3", "3"])

@@ -6,7 +6,8 @@ import types
 
 from hypothesis import given, strategies as st
 
-from lmad.answers import THINK_REMOVED, extract_answer, strip_think
+from lmad.answers.span import extract_answer
+from lmad.answers.text import THINK_REMOVED, strip_think
 from lmad.backends import backend_identity, open_backend, weights_identity
 from lmad.backends.base import ChatRequest
 from lmad.backends.openai_backend import OpenAIBackend, request_body

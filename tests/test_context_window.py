@@ -18,7 +18,7 @@ PROMPT = load_prompt(REPO / "config" / "prompts" / "solver.txt")
 def question(n_paragraphs=6, words=40, supporting=(1, 3)):
     context = [{"title": f"Title{i}", "sentences": [" ".join(f"w{i}" for _ in range(words))]} for i in range(n_paragraphs)]
     facts = [{"title": f"Title{i}", "sent_id": 0, "paragraph": i} for i in supporting]
-    return {"qid": "q", "dataset": "hotpotqa", "benchmark": "hotpotqa",
+    return {"qid": "q", "dataset": "hotpotqa", "benchmark": "hotpotqa", "answer_type": "span",
             "question": "Who is it?", "context": context, "supporting_facts": facts}
 
 

@@ -1,6 +1,6 @@
 """Datasets are named freely; the benchmark is a field (config ``datasets.<name>.type``), so
 a dev split can sit beside the test split of the same benchmark and is scored by its rules."""
-from lmad.answers import score
+from lmad.answers.official import score
 from lmad.schemas import read_table
 
 from conftest import REPO, make_config, snakemake, write_config

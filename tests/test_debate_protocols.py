@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from lmad.answers import reading_of
 from lmad.backends import ChatRequest
 from lmad.backends.scripted import ScriptedBackend
 from lmad.prompts import load_prompt
@@ -21,7 +22,7 @@ PROMPTS = {p.stem: load_prompt(p) for p in (REPO / "config" / "prompts").glob("*
 PERSONAS = [0.1, 0.5, 0.9]
 AUX = {"advice": 32, "judge": 32, "moderator": 32, "chair": 32}
 CONTEXT = [{"title": "Alpha", "sentences": ["Alpha is a city."]}, {"title": "Beta", "sentences": ["Beta is a town."]}]
-QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa",
+QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa", "answer_type": "span",
               "question": f"Which place is meant in question {i}?",
               "context": CONTEXT} for i in range(2)]
 
@@ -61,7 +62,7 @@ def qid_of(req: ChatRequest) -> str:
 def proposals(questions, responder, temperatures=PERSONAS, seed=0):
     """The shared self-consistency proposals, made by a separate backend."""
     jobs = [{"qid": q["qid"], "stage": "proposals", "round": 0, "agent": a, "temperature": t,
-             "seed": (s := derive_seed(seed, q["qid"], a)),
+             "seed": (s := derive_seed(seed, q["qid"], a)), "reading": reading_of(q),
              "request": solver_request(PROMPTS["solver"], q, t, s, 64)}
             for q in questions for a, t in enumerate(temperatures)]
     return sample_rows(ScriptedBackend(responder=responder), jobs)

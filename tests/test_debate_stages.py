@@ -23,7 +23,7 @@ def questions(path):
     context = [{"title": t, "sentences": [f"{t} is a place."]} for t in ("Alpha", "Beta", "Gamma")]
     rows = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa", "question": f"Which place is meant in question {i}?",
              "context": context, "answer": "Alpha", "aliases": [], "qtype": "bridge", "supporting_facts": [],
-             "source": "test"} for i in range(3)]
+             "source": "test", "answer_type": "span"} for i in range(3)]
     write_table("questions", rows, path)
     return str(path)
 

@@ -30,7 +30,7 @@ PROMPTS = {p.stem: load_prompt(p) for p in (REPO / "config" / "prompts").glob("*
 PERSONAS = [0.1, 0.5, 0.9]
 AUX = {"advice": 32, "judge": 32, "moderator": 32}
 CONTEXT = [{"title": "Alpha", "sentences": ["Alpha is a city."]}, {"title": "Beta", "sentences": ["Beta is a town."]}]
-QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa",
+QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa", "answer_type": "span",
               "question": f"Which place is meant in question {i}?", "context": CONTEXT, "answer": "Alpha",
               "aliases": []} for i in range(2)]
 TONE = "TONE-INSTRUCTION-XYZ"
@@ -198,7 +198,7 @@ def test_sequential_turns_see_this_rounds_earlier_speaker():
 
 def test_battery_is_balanced_and_the_floor_is_two_sided():
     qs = QUESTIONS + [{"qid": "y", "dataset": "strategyqa", "benchmark": "strategyqa", "question": "Is it?", "context": CONTEXT,
-                       "answer": "yes", "aliases": []}]
+                       "answer": "yes", "aliases": [], "answer_type": "yes_no"}]
     items = build_battery(qs, 20, seed=0)
     kinds = [i.kind for i in items]
     assert kinds.count("rebuttal") == kinds.count("endorsement") == 6
@@ -467,6 +467,7 @@ def test_process_table_shows_the_rubric_means_only_when_its_judge_passed(tmp_pat
 
 def test_transitions_of_lmad_iterations(tmp_path):
     from lmad import layout
+    from lmad.answers import Gold
     from lmad.schemas import write_table
     from lmad.stages.process import _transitions
 
@@ -479,7 +480,7 @@ def test_transitions_of_lmad_iterations(tmp_path):
         write_table("samples", rows, path)
         return str(path)
 
-    golds = {("hotpotqa", "q0"): ["Alpha"]}
+    golds = {("hotpotqa", "q0"): Gold(("Alpha",), "span")}
     # one agent right at the start (wrong majority), two right after the regeneration, one never
     out = _transitions(golds, [table(1, ["Alpha", "Alpha", "Beta"]), table(0, ["Alpha", "Beta", "Gamma"])])
     assert out["k"] == 3 and out["cmp_name"] == "CMP1v2" and out["cmp"] == 100.0

@@ -6,7 +6,8 @@ import json
 
 from hypothesis import given, strategies as st
 
-from lmad.answers import majority_vote, normalize_answer
+from lmad.answers import Gold, majority_vote
+from lmad.answers.span import normalize_answer
 from lmad.backends.scripted import ScriptedBackend
 from lmad.finalizers import (Ballot, candidates, parse_judge_choice, parse_verification, tied)
 from lmad.prompts import load_prompt
@@ -23,7 +24,8 @@ CONTEXT = [{"title": "Paris", "sentences": ["Paris is the capital of France.", "
 
 def question(qid="q1"):
     return {"qid": qid, "dataset": "hotpotqa", "benchmark": "hotpotqa", "question": "What is the capital of France?",
-            "context": CONTEXT, "answer": "Paris", "aliases": [], "qtype": "bridge", "supporting_facts": [], "source": "t"}
+            "context": CONTEXT, "answer": "Paris", "aliases": [], "qtype": "bridge", "supporting_facts": [], "source": "t",
+            "answer_type": "span"}
 
 
 def ballot(answers, qid="q1", t=0):
@@ -59,7 +61,7 @@ answer = st.sampled_from(["Paris", "paris", "Lyon", "Nice", "", "the Paris", "Ly
 def test_vote_is_the_methods_own_tie_rule(answers):
     rows, calls, _ = run([ballot(answers)], verifier_says({}), names=["vote"])
     row = rows[("q1", 0, "vote")]
-    assert row["prediction"] == majority_vote(answers)[0] and calls == []
+    assert row["prediction"] == majority_vote(answers, "span")[0] and calls == []
     assert row["source"] == ("vote" if any(normalize_answer(a) for a in answers) else "empty")
 
 
@@ -67,7 +69,7 @@ def test_vote_is_the_methods_own_tie_rule(answers):
 def test_judge_only_on_ties_and_only_among_the_tied(answers):
     rows, calls, _ = run([ballot(answers)], verifier_says({}), names=["vote", "vote_judge"])
     vote, judged = rows[("q1", 0, "vote")], rows[("q1", 0, "vote_judge")]
-    top = tied(candidates(answers))
+    top = tied(candidates(answers, "span"))
     if len(top) > 1:
         assert [kind(c) for c in calls] == ["judge"] and judged["calls"] == 1
         assert calls[0].constraint["choice"] == [c.answer for c in top]
@@ -127,7 +129,7 @@ def test_every_reply_unparseable_never_raises_and_leaves_the_vote(answers, garba
 
 @given(st.text(max_size=300))
 def test_parsers_never_raise(text):
-    assert parse_judge_choice(text, ["a", "b"])[0] in (None, 0, 1)
+    assert parse_judge_choice(text, ["a", "b"], "span")[0] in (None, 0, 1)
     assert parse_verification(text, CONTEXT, 3).evidence in (True, False)
 
 
@@ -192,7 +194,7 @@ def test_equivalent_answers_are_one_candidate_and_vote_together():
     """Math: "1/2" and "0.5" are one candidate (span normalization keeps them apart and ties with
     "3"); choice: "(B)" and "B"; the prediction's key is the type's canonical form."""
     assert [(c.norm, c.count) for c in candidates(["3", "1/2", "0.5"], "math")] == [("1/2", 2), ("3", 1)]
-    assert [c.count for c in candidates(["3", "1/2", "0.5"])] == [1, 1, 1]
+    assert [c.count for c in candidates(["3", "1/2", "0.5"], "span")] == [1, 1, 1]
     bs = [typed_ballot(["3", "1/2", "0.5"], "q1", "math", "\\frac{1}{2}"),
           typed_ballot(["C", "(B)", "B"], "q2", "choice", "B", ["w", "x", "y", "z"])]
     rows, calls, _ = run(bs, verifier_says({}), names=["vote", "vote_judge"])
@@ -205,7 +207,7 @@ def test_equivalent_answers_are_one_candidate_and_vote_together():
 def test_the_judge_reply_is_matched_by_the_types_key():
     assert parse_judge_choice("0.5", ["1/2", "3"], "math") == (0, "")
     assert parse_judge_choice("(B)", ["C", "B"], "choice") == (1, "")
-    assert parse_judge_choice("0.5", ["1/2", "3"])[0] is None
+    assert parse_judge_choice("0.5", ["1/2", "3"], "span")[0] is None
 
 
 def test_lvd_keeps_the_vote_when_it_picks_an_equivalent_answer():
@@ -219,7 +221,6 @@ def test_readout_of_typed_questions_counts_equivalent_answers_right_and_unturned
     "\\frac{1}{2}"; "(B)" and "B" alike."""
     import polars as pl
 
-    from lmad.answer_types import Gold
     from lmad.paper.readout import readout_rows
 
     bs = [typed_ballot(["1/2", "0.5", "3"], "q1", "math", "\\frac{1}{2}"),
@@ -231,7 +232,7 @@ def test_readout_of_typed_questions_counts_equivalent_answers_right_and_unturned
     (row,) = readout_rows(frame, golds, {})
     assert (row["vote_acc"], row["hit_rate"], row["final_em"], row["round_vote_acc"], row["overturns"]) == (
         100, 100, 100, 100, 0)
-    (span,) = readout_rows(frame, {k: list(g) for k, g in golds.items()}, {})
+    (span,) = readout_rows(frame, {k: Gold(tuple(g), "span") for k, g in golds.items()}, {})
     assert span["final_em"] == 50 and span["overturns"] == 50  # as spans: 0.5 is not 1/2, nor the gold
 
 
@@ -260,7 +261,7 @@ def test_headroom_identity_holds_with_every_finalizer(questions, mode):
     bs, golds = [], {}
     for i, (rounds, gold) in enumerate(questions):
         qid = f"q{i}"
-        golds[("hotpotqa", qid)] = [gold]
+        golds[("hotpotqa", qid)] = Gold((gold,), "span")
         width = len(rounds[0])
         for t, answers in enumerate(rounds):
             bs.append(ballot((answers * width)[:width], qid=qid, t=t))
@@ -314,6 +315,6 @@ def test_a_method_without_predictions_is_left_out_of_the_scatter():
     fin = pl.DataFrame([r | {"backbone": "bb"} for r in rows.values()]
                        + [r | {"backbone": "bb", "method": "consensus"} for r in rows.values()])
     preds = pl.DataFrame([{"backbone": "bb", "dataset": "hotpotqa", "method": "mad", "qid": "q1", "prediction": "Paris"}])
-    cells = lift_cells(fin, preds, {("hotpotqa", "q1"): ["Paris"]})
+    cells = lift_cells(fin, preds, {("hotpotqa", "q1"): Gold(("Paris",), "span")})
     assert [(c["method"], c["headroom"], c["lift"]) for c in cells] == [("mad", 100.0, 100.0)]
     assert lift_cells(fin.clear(), preds, {}) == []

@@ -12,7 +12,7 @@ PACKAGE = REPO / "workflow" / "lmad"
 #: name that matches a module is its layer.
 LAYERS = [
     # tables, paths, files, answers, numbers, figures, processes: no model, no method
-    ("core", ["lmad", "lmad.schemas", "lmad.layout", "lmad.atomic", "lmad.data", "lmad.answers", "lmad.answer_types",
+    ("core", ["lmad", "lmad.schemas", "lmad.layout", "lmad.atomic", "lmad.data", "lmad.answers",
               "lmad.model_json", "lmad.cost", "lmad.number_format", "lmad.stats", "lmad.plotting", "lmad.headline",
               "lmad.judge_battery", "lmad.tones", "lmad.job", "lmad.job_resources", "lmad.processes", "lmad.runlock",
               "lmad.run_end"]),
@@ -27,7 +27,7 @@ LAYERS = [
     # the rules' stage functions: read tables, call the layers below, write tables
     ("stages", ["lmad.stages"]),
     # Snakemake's side: the rule bridge, the warm worker, the planning and the config checks
-    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan"]),
+    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan", "lmad.slurm_placement", "lmad.report_check"]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 
@@ -121,3 +121,65 @@ def test_the_checks_see_function_level_and_relative_imports():
     assert "lmad.worker" in {t for t, _ in GRAPH["lmad.smk"]}
     assert "lmad.job" in {t for t, _ in GRAPH["lmad.worker"]}
     assert "lmad.layout" in {t for t, _ in GRAPH["lmad.paper.figures"]}  # `from .. import layout`
+
+
+#: the free-form types' own helpers: only the answers package and the free-form judge's known-answer
+#: battery (official EM/F1 by construction) may use them; everything else compares through a type
+SPAN_ONLY = ("lmad.answers.span", "lmad.answers.yes_no", "lmad.answers.official")
+SPAN_ONLY_USERS = ("lmad.answers", "lmad.judge_battery")
+#: what other code may take from the shared text module: claim comparison, the test double's judge
+TEXT_NAMES = {"claim_key", "normalize_hotpot"}
+TEXT_USERS = {"claim_key": None, "normalize_hotpot": ("lmad.backends.scripted", "lmad.judge_battery")}
+
+
+def _from_imports(module: str):
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            source = ".".join(base + ([node.module] if node.module else [])) if node.level else (node.module or "")
+            yield source, [a.name for a in node.names], node.lineno
+
+
+def test_answers_are_compared_only_through_their_type():
+    bad = []
+    for m in MODULES:
+        if m == "lmad.answers" or m.startswith("lmad.answers."):
+            continue
+        for source, names, line in _from_imports(m):
+            targets = {source, *(f"{source}.{n}" for n in names)}
+            if targets & set(SPAN_ONLY) and not any(m == u or m.startswith(u + ".") for u in SPAN_ONLY_USERS):
+                bad.append(f"{m}:{line} imports {sorted(targets & set(SPAN_ONLY))}")
+            if source == "lmad.answers.text":
+                for n in names:
+                    users = TEXT_USERS.get(n, ())
+                    if n not in TEXT_NAMES or (users is not None and m not in users):
+                        bad.append(f"{m}:{line} takes {n} from lmad.answers.text")
+    assert not bad, "compare answers through lmad.answers (a type, a Reading or a Gold):\n" + "\n".join(bad)
+
+
+_TYPE_ARGS = {"answer_type", "answer_types", "reading", "reader", "kind"}
+
+
+def test_no_signature_or_field_defaults_an_answer_type():
+    """A missing answer type is an error, never "span": no parameter or dataclass field that takes
+    a type or a reading has a default, and no code falls back to "span"."""
+    found = []
+    for m, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args.posonlyargs + node.args.args
+                defaults = dict(zip([a.arg for a in args][len(args) - len(node.args.defaults):], node.args.defaults))
+                defaults |= {a.arg: d for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None}
+                found += [f"{m}:{node.lineno} {node.name}({a}=...)" for a in defaults if a in _TYPE_ARGS]
+            if isinstance(node, ast.ClassDef):  # a dataclass field with a default
+                found += [f"{m}:{f.lineno} {node.name}.{f.target.id} = ..." for f in node.body
+                          if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name) and f.value is not None
+                          and f.target.id in _TYPE_ARGS]
+        if m != "lmad.answers.span":
+            found += [f"{m}: falls back to span" for pat in ('or "span"', "or 'span'", 'SPAN_READER', ', "span")')
+                      if pat in text]
+    assert not found, "defaults that stand for an answer type:\n" + "\n".join(found)

@@ -55,7 +55,7 @@ def graph_json(claims) -> str:
 def question(qid, text, answer, context, dataset="hotpotqa"):
     return {"qid": qid, "dataset": dataset, "benchmark": dataset, "question": text,
             "context": [{"title": t, "sentences": s} for t, s in context], "answer": answer, "aliases": [],
-            "qtype": "bridge", "supporting_facts": [], "source": "test"}
+            "qtype": "bridge", "supporting_facts": [], "source": "test", "answer_type": "span"}
 
 
 class Run:

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from lmad.answers import Reading
 from lmad.protocols.localized_debate import controller
 from lmad.protocols.localized_debate.commit_guard import GuardResult
 from lmad.protocols.localized_debate.local_debate import parse_position
@@ -142,29 +143,34 @@ def test_parse_repair():
 
 STATE = controller.initial_state(["q1"])[0]
 ADMIT, REJECT = GuardResult("strict", True, []), GuardResult("strict", False, [])
+SPAN = Reading("span")
 
 
 def test_transitions_and_stop_reasons():
-    new, reason = controller.transition(STATE, ["Paris", "paris.", "The Paris"], None, [], 0, 3)
+    new, reason = controller.transition(STATE, ["Paris", "paris.", "The Paris"], None, [], 0, 3, SPAN)
     assert reason == "agreement" and (new["prediction"], new["stop_iteration"], new["active"]) == ("Paris", 0, False)
-    new, reason = controller.transition(STATE, ["Lyon", "Paris", "Paris"], REJECT, ["x"], 1, 3)
+    new, reason = controller.transition(STATE, ["Lyon", "Paris", "Paris"], REJECT, ["x"], 1, 3, SPAN)
     assert reason == "guard_rejected" and new["prediction"] == "Paris" and new["committed"] == []
-    new, reason = controller.transition(STATE, ["Lyon", "Paris", "Nice"], ADMIT, ["x"], 1, 3)
+    new, reason = controller.transition(STATE, ["Lyon", "Paris", "Nice"], ADMIT, ["x"], 1, 3, SPAN)
     assert reason is None and new["active"] and new["committed"] == ["x"]
-    new, reason = controller.transition(STATE | {"committed": ["x"]}, ["Lyon", "Paris", "Nice"], ADMIT, ["y"], 2, 3)
+    new, reason = controller.transition(STATE | {"committed": ["x"]}, ["Lyon", "Paris", "Nice"], ADMIT, ["y"], 2, 3,
+                                        SPAN)
     assert reason == "budget" and new["prediction"] == "Lyon" and new["committed"] == ["x", "y"]  # tie: agent 1
     with pytest.raises(ValueError, match="no repair reached the commit guard"):
-        controller.transition(STATE, ["Lyon", "Paris", "Nice"], None, [], 0, 3)
+        controller.transition(STATE, ["Lyon", "Paris", "Nice"], None, [], 0, 3, SPAN)
     # empty answers never agree
-    assert controller.needs_repair(["", "", ""]) and not controller.needs_repair(["Yes.", "yes", "YES"])
+    assert controller.needs_repair(["", "", ""], SPAN) and not controller.needs_repair(["Yes.", "yes", "YES"], SPAN)
 
 
-def test_a_stop_is_keyed_by_the_questions_reader():
-    choice = ("choice", False, ("w", "x", "y", "z"))
-    new, reason = controller.transition(STATE, ["B", "B", "C"], REJECT, ["x"], 1, 3, reader=choice)
+def test_a_stop_is_keyed_by_the_questions_reading():
+    choice = Reading("choice", choices=("w", "x", "y", "z"))
+    new, reason = controller.transition(STATE, ["B", "B", "C"], REJECT, ["x"], 1, 3, choice)
     assert (reason, new["prediction"], new["prediction_norm"]) == ("guard_rejected", "B", "B")
-    new, _ = controller.transition(STATE, ["B", "B", "C"], REJECT, ["x"], 1, 3)
-    assert new["prediction_norm"] == "b"  # the span reader: the official normalization
+    new, _ = controller.transition(STATE, ["B", "B", "C"], REJECT, ["x"], 1, 3, SPAN)
+    assert new["prediction_norm"] == "b"  # a span question's key: the official normalization
+    # "(B)" and "B" agree as option letters; as spans they agree too, "A" no longer erased to ""
+    assert not controller.needs_repair(["(B)", "B", "b"], choice)
+    assert not controller.needs_repair(["A", "(A)", "a."], SPAN) and controller.needs_repair(["A", "", "A"], SPAN)
 
 
 def test_resolver_schema_fits_its_budget():

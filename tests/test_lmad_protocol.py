@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from lmad.answers import majority_vote, normalize_answer
+from lmad.answers import majority_vote
+from lmad.answers.span import normalize_answer
 from lmad.backends import CachedBackend
 from lmad.backends.scripted import ScriptedBackend
 from lmad.schemas import read_table, write_table
@@ -47,7 +48,7 @@ def user(req) -> str:
 def make_question(qid, question, answer, context, dataset="hotpotqa"):
     return {"qid": qid, "dataset": dataset, "benchmark": dataset, "question": question,
             "context": [{"title": t, "sentences": s} for t, s in context], "answer": answer, "aliases": [],
-            "qtype": "bridge", "supporting_facts": [], "source": "test"}
+            "qtype": "bridge", "supporting_facts": [], "source": "test", "answer_type": "span"}
 
 
 class Run:
@@ -196,7 +197,7 @@ def test_case1_lineage_off_by_one_is_repaired(tmp_path, monkeypatch):
     pred = run()["2wiki-gore"]
 
     proposals = read_table("samples", run.proposals).sort("agent")["answer"].to_list()
-    assert majority_vote(proposals)[0] == "Sir Arthur Gore, 1st Baronet"  # answer-level voting fails, 2 to 1
+    assert majority_vote(proposals, "span")[0] == "Sir Arthur Gore, 1st Baronet"  # answer-level voting fails, 2 to 1
     loc = run.table("lmad_localizations", "lmad", 0, "localize")[0]
     assert loc["witness"] == [3, 3, 3] and loc["witness_fallback"] == ["", "", ""]
     assert loc["witness_claims"] == [GORE_TOO_FAR, GORE_RIGHT, GORE_TOO_FAR]
@@ -281,7 +282,7 @@ def test_case2_answer_granularity_is_repaired(tmp_path, monkeypatch, relation):
     pred = run()["hotpot-bucktick"]
 
     proposals = read_table("samples", run.proposals).sort("agent")["answer"].to_list()
-    assert normalize_answer(majority_vote(proposals)[0]) == "japan"
+    assert normalize_answer(majority_vote(proposals, "span")[0]) == "japan"
     loc = run.table("lmad_localizations", "lmad", 0, "localize")[0]
     assert loc["witness"] == [1, 2, 1] and loc["witness_fallback"] == ["", "", ""]  # indices need not align
     assert loc["segments"] == [[BUCK_FORMED], BUCK_CHAINS["A2"][:2], [BUCK_JAPANESE]]

@@ -79,14 +79,14 @@ def _rounds(tmp_path, dataset, rounds):
 
 def test_typed_answers_are_right_and_agree_by_their_answer_type(tmp_path):
     """Math: "1/2" and "0.5" are the gold "\\frac{1}{2}" and one majority; choice: "(B)" and "B"."""
-    from lmad.answer_types import Gold
+    from lmad.answers import Gold
     from lmad.paper.dynamics import correctness_by_round
 
     paths = _rounds(tmp_path, "math500", [{"q1": ["1/2", "3", "0.5"]}, {"q1": ["0.5", "1/2", "1/2"]}])
     golds = {("math500", "q1"): Gold(("\\frac{1}{2}",), "math")}
     assert correctness_by_round(golds, paths) == {"q1": [([1, 0, 1], 1), ([1, 1, 1], 1)]}
     # as spans nothing is right: the majority would be wrong, the agents too
-    assert correctness_by_round({("math500", "q1"): ["\\frac{1}{2}"]}, paths) == {"q1": [([0, 0, 0], 0)] * 2}
+    assert correctness_by_round({("math500", "q1"): Gold(("\\frac{1}{2}",), "span")}, paths) == {"q1": [([0, 0, 0], 0)] * 2}
     paths = _rounds(tmp_path, "gpqa-diamond", [{"q1": ["(B)", "C", "B"], "q2": ["(A)", "A", "D"]}])
     golds = {("gpqa-diamond", "q1"): Gold(("B",), "choice"), ("gpqa-diamond", "q2"): Gold(("A",), "choice")}
     assert correctness_by_round(golds, paths) == {"q1": [([1, 0, 1], 1)], "q2": [([1, 1, 0], 1)]}

@@ -2,10 +2,10 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from lmad.answer_types import Gold
+from lmad.answers import Gold
 from lmad.paper.headroom import AccountingError, check_identity, question_flags, summarize
 
-GOLD = ["Paris", "City of Paris"]
+GOLD = Gold(("Paris", "City of Paris"), "span")
 
 
 def test_flags_and_identity_on_a_consistent_fixture():
@@ -38,7 +38,7 @@ def test_headroom_of_a_debate_method_reads_its_own_round_0(tmp_path):
     d = tmp_path / "results" / "bb" / "hotpotqa"
     q = {"qid": "q1", "dataset": "hotpotqa", "benchmark": "hotpotqa",
          "question": "?", "context": [], "answer": "Paris", "aliases": [],
-         "qtype": "bridge", "supporting_facts": [], "source": "t"}
+         "qtype": "bridge", "supporting_facts": [], "source": "t", "answer_type": "span"}
     write_table("questions", [q], tmp_path / "q.parquet")
 
     def samples(path, answers):
@@ -65,27 +65,35 @@ def test_headroom_of_a_debate_method_reads_its_own_round_0(tmp_path):
 def test_rejected_repair_contains_gold_by_whole_words():
     from lmad.stages.paper import _contains_gold
 
-    assert _contains_gold(["Sir Arthur Gore, 2nd Baronet is the grandfather."], ["Sir Arthur Gore, 2nd Baronet"])
-    assert _contains_gold(["It was formed in Fujioka, Gunma."], ["Gunma Prefecture", "Fujioka, Gunma"])  # alias
-    assert not _contains_gold(["Parisian cafés"], ["Paris"])  # whole words only
-    assert not _contains_gold(["No, they are not."], ["no"])  # yes/no golds say nothing here
-    assert not _contains_gold([], ["Paris"])
+    def span(*golds):
+        return Gold(golds, "span")
+
+    assert _contains_gold(["Sir Arthur Gore, 2nd Baronet is the grandfather."], span("Sir Arthur Gore, 2nd Baronet"))
+    assert _contains_gold(["It was formed in Fujioka, Gunma."], span("Gunma Prefecture", "Fujioka, Gunma"))  # alias
+    assert not _contains_gold(["Parisian cafés"], span("Paris"))  # whole words only
+    assert not _contains_gold(["No, they are not."], span("no"))  # yes/no golds say nothing here
+    assert not _contains_gold(["No, they are not."], Gold(("no",), "yes_no"))
+    assert not _contains_gold([], span("Paris"))
+    assert not _contains_gold(["Paris"], None)  # a question without a gold row
 
 
 def test_typed_questions_count_equivalent_answers_right_and_together():
     """Math: "1/2" and "0.5" are the gold "\\frac{1}{2}" and one vote group (span EM would count
-    every proposal wrong and split the vote); choice: "(B)" and "B" alike, "(A)" and "A" too (the
-    span normalization reads "A" as the article and drops it)."""
+    every proposal wrong and split the vote); choice: "(B)" and "B" alike, "(A)" and "A" too (and
+    now as spans as well: an answer the official normalization would erase keys as its own
+    lower-cased text, so "(A)" and "A" are one non-empty vote group)."""
     half = Gold(("\\frac{1}{2}",), "math")
     assert question_flags(["1/2", "0.5", "3"], "0.5", half) == {
         "vote": True, "hit": True, "headroom": False, "recovered": False, "new_correct": False, "damage": False,
         "final": True}
     assert question_flags(["3", "0.5", "1/2"], "1/2", half)["vote"]  # 0.5 and 1/2 outvote 3 together
-    assert not question_flags(["1/2", "0.5"], "x", ["\\frac{1}{2}"])["hit"]  # as spans: no hit at all
+    assert not question_flags(["1/2", "0.5"], "x", Gold(("\\frac{1}{2}",), "span"))["hit"]  # as spans: no hit at all
     b = Gold(("B",), "choice")
     assert question_flags(["(B)", "C", "B"], "(B)", b)["vote"] and question_flags(["C", "C", "(B)"], "B", b)["recovered"]
     a = Gold(("A",), "choice")
-    assert question_flags(["(A)", "A", "C"], "A", a)["vote"] and not question_flags(["(A)", "A", "C"], "A", ["A"])["vote"]
+    assert question_flags(["(A)", "A", "C"], "A", a)["vote"]
+    # as spans "(A)" and "A" are no longer erased to "" (which left "C" the vote): they outvote "C"
+    assert question_flags(["(A)", "A", "C"], "A", Gold(("A",), "span"))["vote"]
 
 
 span = st.sampled_from(["Paris", "paris", "the City of Paris", "Lyon", "", "Nice."])
@@ -93,10 +101,11 @@ span = st.sampled_from(["Paris", "paris", "the City of Paris", "Lyon", "", "Nice
 
 @given(st.lists(span, min_size=1, max_size=5), span)
 def test_span_flags_are_official_em_of_the_span_vote(proposals, prediction):
-    from lmad.answers import exact_match, majority_vote
+    from lmad.answers import majority_vote
+    from lmad.answers.official import exact_match
 
-    want = {"vote": bool(exact_match(majority_vote(proposals)[0], GOLD)),
+    want = {"vote": bool(exact_match(majority_vote(proposals, "span")[0], GOLD)),
             "hit": any(exact_match(p, GOLD) for p in proposals), "final": bool(exact_match(prediction, GOLD))}
-    for gold in (GOLD, Gold(tuple(GOLD)), Gold(tuple(GOLD), "yes_no", "musique")):
+    for gold in (GOLD, Gold(GOLD.answers, "span", "musique"), Gold(GOLD.answers, "yes_no", "musique")):
         flags = question_flags(proposals, prediction, gold)
         assert {k: flags[k] for k in want} == want

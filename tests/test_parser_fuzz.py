@@ -5,7 +5,9 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from lmad.answers import extract_answer, normalize_answer, strip_think
+from lmad.answers import Reading
+from lmad.answers.span import extract_answer, normalize_answer
+from lmad.answers.text import strip_think
 from lmad.model_json import MAX_CHARS, load_model_json
 from lmad.protocols.debate.decisions import parse_judge, parse_moderator
 from lmad.protocols.localized_debate.local_debate import parse_position
@@ -15,14 +17,20 @@ from lmad.protocols.localized_debate.relation_check import parse_verdict as pars
 from lmad.protocols.localized_debate.resolve import parse_repair
 from lmad.stages.judge import parse_verdict as parse_judge_verdict
 
+SPAN, SPAN_YES_NO = Reading("span"), Reading("span", yes_no=True)
+CHOICE, MATH = Reading("choice", choices=("x", "y", "z", "w")), Reading("math")
+
 # (name, parser, the parsed result's recorded error for a reply that is not the JSON asked for)
 PARSERS = {
     "claims": (lambda t: parse_claims(t), lambda r: r[1]),
     "localization": (lambda t: parse_localization(t, [2, 3, 1]), lambda r: r.parse_error),
     "repair": (parse_repair, lambda r: r.parse_error),
-    "judge": (parse_judge, lambda r: r.error),
-    "judge yes/no": (lambda t: parse_judge(t, True), lambda r: r.error),
-    "moderator": (parse_moderator, lambda r: r.error),
+    "judge": (lambda t: parse_judge(t, SPAN), lambda r: r.error),
+    "judge yes/no": (lambda t: parse_judge(t, SPAN_YES_NO), lambda r: r.error),
+    "judge choice": (lambda t: parse_judge(t, CHOICE), lambda r: r.error),
+    "judge math": (lambda t: parse_judge(t, MATH), lambda r: r.error),
+    "moderator": (lambda t: parse_moderator(t, SPAN), lambda r: r.error),
+    "moderator choice": (lambda t: parse_moderator(t, CHOICE), lambda r: r.error),
     "position": (lambda t: parse_position(t, "previous"), None),
     "relation check": (parse_relation, lambda r: r[1]),
     "judge verdict": (parse_judge_verdict, None),
@@ -81,7 +89,8 @@ def test_hostile_replies_fall_back_with_a_recorded_reason(name):
         assert value is None and error
         return
     _no_raise(text)
-    json_parsers = ["claims", "localization", "repair", "judge", "moderator"]
+    json_parsers = ["claims", "localization", "repair", "judge", "judge choice", "judge math", "moderator",
+                    "moderator choice"]
     if name not in ("lone surrogate",):
         for p in json_parsers:
             parse, error_of = PARSERS[p]
@@ -104,4 +113,15 @@ def test_valid_replies_still_parse():
     assert parse_claims('{"claims": ["a", "b"]}') == (["a", "b"], "")
     assert parse_localization('{"conflict": "c", "witness": [1, 2, 1]}', [2, 3, 1]).witness == [1, 2, 1]
     assert parse_repair('{"nodes": ["n"], "quotes": ["q"]}').nodes == ["n"]
-    assert parse_judge('{"decided": true, "answer": "Paris"}').answer == "Paris"
+    assert parse_judge('{"decided": true, "answer": "Paris"}', SPAN).answer == "Paris"
+    assert parse_judge('{"decided": true, "answer": "Yes, they are."}', SPAN_YES_NO).answer == "yes"
+    assert parse_moderator('{"answer": "(B)"}', CHOICE).answer == "B"
+
+
+@pytest.mark.parametrize("blank", ["", " ", " . ", "**", '""'])
+def test_a_blank_verdict_answer_is_no_answer_of_any_type(blank):
+    """The field is read as an answer line; a blank one is empty, never the marker's own word."""
+    for reading in (SPAN, SPAN_YES_NO, CHOICE, MATH, Reading("numeric")):
+        assert parse_moderator(json.dumps({"answer": blank}), reading).error == "empty answer", reading
+        judged = parse_judge(json.dumps({"decided": True, "answer": blank}), reading)
+        assert (judged.decided, judged.error) == (False, "decided without an answer"), reading

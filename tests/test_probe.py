@@ -14,7 +14,7 @@ from lmad.backends.scripted import ScriptedBackend
 from lmad.disagreement.probe import CONDITIONS, LETTERS, cells, paired, probe_request, read
 from lmad.schemas import read_table
 
-Q = {"qid": "q1", "question": "Which city is the capital?"}
+Q = {"qid": "q1", "question": "Which city is the capital?", "answer_type": "span"}
 PROPOSALS = [{"agent": 0, "answer": "Paris", "response": "It is Paris, as the passage says.\nAnswer: Paris"},
              {"agent": 1, "answer": "Lyon", "response": "The second passage points to Lyon.\nAnswer: Lyon"},
              {"agent": 2, "answer": "paris", "response": "Paris.\nAnswer: paris"}]

@@ -26,7 +26,7 @@ from lmad.solver import solver_request
 PROMPT_DIR = REPO / "config" / "prompts"
 TEMPLATES = sorted(p.stem for p in PROMPT_DIR.glob("*.txt"))
 PROMPTS = {name: load_prompt(PROMPT_DIR / f"{name}.txt") for name in TEMPLATES}
-QUESTION_FIELDS = set(question_fields({"question": "q", "benchmark": "hotpotqa", "context": []}))
+QUESTION_FIELDS = set(question_fields({"question": "q", "benchmark": "hotpotqa", "answer_type": "span", "context": []}))
 
 # Templates whose code path renders them without question_fields (each with the fields it is
 # given), and the tone instructions, which are appended to a turn's system message as written
@@ -157,8 +157,8 @@ MULTI_HOP = [  # span, yes/no wording on a span set, StrategyQA's facts, a span 
     {"qid": "s1", "dataset": "strategyqa", "benchmark": "strategyqa", "qtype": "boolean", "answer_type": "yes_no",
      "question": "Is the Eiffel Tower taller than the Statue of Liberty?",
      "context": [{"title": "Facts", "sentences": ["The Eiffel Tower is about 330 metres tall."]}], "choices": []},
-    {"qid": "m1", "dataset": "musique", "benchmark": "musique", "qtype": "2hop", "question": "Who founded it?",
-     "context": []},
+    {"qid": "m1", "dataset": "musique", "benchmark": "musique", "qtype": "2hop", "answer_type": "span",
+     "question": "Who founded it?", "context": []},
 ]
 # sha256 (16 hex) of each template's renderings of MULTI_HOP, computed from the templates as they
 # were before the task families' wording (git show bf0e25b:config/prompts/<name>.txt). A change

@@ -4,7 +4,7 @@ StrategyQA's accuracy), plus properties that hold for any strings."""
 import pytest
 from hypothesis import given, strategies as st
 
-from lmad.answers import score, scoring_rules
+from lmad.answers.official import score, scoring_rules
 
 ENTITY = ["George V", "King George V"]
 RUPEE = ["Indian rupee", "rupee", "INR", "₹"]

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from lmad import societies as so
+from lmad.answers import Gold
 from lmad.backends.perturb import perturb_suffix, perturb_weights
 
 # agents x questions: A is the best single agent, B overlaps A, C covers what A misses
@@ -47,7 +48,7 @@ def test_sc_greedy_needs_no_labels_and_picks_a_complementary_agent():
     of each group; top-K by support takes two of the same group."""
     answers = [["rome", "oslo", "x", "x2"], ["rome", "oslo", "y", "y2"], ["rome", "oslo", "z", "z2"],
                ["bern", "kyiv", "p", "q"], ["riga", "lima", "p", "q"]]
-    support = so.support_scores(answers)
+    support = so.support_scores(answers, ["span"] * 4)
     assert support[0] == [0.5, 0.5, 0.0, 0.0] and support[3] == [0.0, 0.0, 0.25, 0.25]
     picked = [a for a, _ in so.greedy(support, 2, threshold=0.25)]
     assert picked == [0, 3] and so.coverage(support, picked, 0.25) == 4
@@ -57,7 +58,7 @@ def test_sc_greedy_needs_no_labels_and_picks_a_complementary_agent():
 @given(st.lists(st.lists(st.sampled_from(["", "a", "b", "A.", "c"]), min_size=3, max_size=3), min_size=1,
                 max_size=5))
 def test_support_is_a_share_and_empty_answers_support_nothing(answers):
-    for row, scores in zip(answers, so.support_scores(answers)):
+    for row, scores in zip(answers, so.support_scores(answers, ["span"] * 3)):
         assert all(0.0 <= s <= 1.0 for s in scores)
         assert all(s == 0.0 for x, s in zip(row, scores) if not x)
 
@@ -75,7 +76,8 @@ def test_pool_and_evaluation():
     agents = so.pool_agents([0.1, 0.9], ["plain", "skeptic"], ["standard", "verify"], [{"seed": 3, "scale": 0.01}])
     assert len(agents) == 2 * 2 * 2 + 2 and len({a.name for a in agents}) == len(agents)
     assert agents[-1].perturb == {"seed": 3, "scale": 0.01} and agents[0].perturb is None
-    ev = so.evaluate([["Paris", "Lyon"], ["Lyon", "Lyon"], ["Paris", "Nice"]], [["Paris"], ["Nice"]], [0, 1, 2])
+    ev = so.evaluate([["Paris", "Lyon"], ["Lyon", "Lyon"], ["Paris", "Nice"]],
+                     [Gold(("Paris",), "span"), Gold(("Nice",), "span")], [0, 1, 2])
     assert ev == {"n": 2, "hit": 100.0, "vote": 50.0, "member_acc": 50.0}  # q1: only the minority (Nice) is right
 
 
@@ -110,8 +112,6 @@ def test_matched_tokens_sample_count_is_within_one_and_the_cap(budget, per_sampl
 
 def test_typed_questions_are_covered_voted_and_supported_by_their_answer_type():
     """Math: "1/2" and "0.5" are the gold "\\frac{1}{2}" and agree; choice: "(B)" and "B"."""
-    from lmad.answer_types import Gold
-
     answers = [["1/2", "(B)"], ["0.5", "C"], ["3", "B"]]
     golds = [Gold(("\\frac{1}{2}",), "math"), Gold(("B",), "choice")]
     assert so.answer_coverage(answers, golds) == [[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]
@@ -119,26 +119,29 @@ def test_typed_questions_are_covered_voted_and_supported_by_their_answer_type():
                                                       "member_acc": pytest.approx(400 / 6)}
     assert so.support_scores(answers, ["math", "choice"]) == [[0.5, 0.5], [0.5, 0.0], [0.0, 0.5]]
     # as spans: nothing right on the math question, "1/2" and "0.5" apart
-    assert so.evaluate(answers, [["\\frac{1}{2}"], ["B"]], [0, 1, 2])["member_acc"] == pytest.approx(200 / 6)
-    assert so.support_scores(answers)[0] == [0.0, 0.5]
+    as_spans = [Gold(("\\frac{1}{2}",), "span"), Gold(("B",), "span")]
+    assert so.evaluate(answers, as_spans, [0, 1, 2])["member_acc"] == pytest.approx(200 / 6)
+    assert so.support_scores(answers, ["span", "span"])[0] == [0.0, 0.5]
 
 
 @given(st.lists(st.lists(st.sampled_from(["Paris", "paris", "Lyon", "", "the Nice"]), min_size=2, max_size=2),
                 min_size=1, max_size=4),
        st.lists(st.sampled_from(["Paris", "Nice", "Lyon"]), min_size=2, max_size=2))
 def test_span_evaluation_is_official_em(answers, gold):
-    from lmad.answers import exact_match, majority_vote
+    from lmad.answers import majority_vote
+    from lmad.answers.official import exact_match
 
-    golds = [[g] for g in gold]
+    golds = [Gold((g,), "span") for g in gold]
     members = list(range(len(answers)))
     said = [[answers[a][q] for a in members] for q in range(2)]
-    want_vote = 100 * sum(bool(exact_match(majority_vote(s)[0], g)) for s, g in zip(said, golds)) / 2
+    want_vote = 100 * sum(bool(exact_match(majority_vote(s, "span")[0], g)) for s, g in zip(said, golds)) / 2
     assert so.evaluate(answers, golds, members)["vote"] == want_vote
 
 
 def test_select_reads_the_pools_own_keys_and_correctness():
-    """The pool holds no answer type: agreement is by its stored keys (the reader's), correctness its
-    ``correct`` column. Agents 0 and 1 said 1/2 (0.5 and \\frac{1}{2} read to one key), agent 2 said 3."""
+    """Agreement is by the pool's stored keys (canonical in each question's ``answer_type``, a pool
+    column), correctness its ``correct`` column. Agents 0 and 1 said 1/2 (0.5 and \\frac{1}{2} read to
+    one key), agent 2 said 3."""
     from lmad.schemas import to_frame
     from lmad.stages.societies import select_societies
 
@@ -146,8 +149,8 @@ def test_select_reads_the_pools_own_keys_and_correctness():
         return {"qid": qid, "dataset": "math500", "split": split, "agent": agent, "agent_name": f"a{agent}",
                 "temperature": 0.1, "persona": "plain", "variant": "standard", "perturb_seed": None,
                 "perturb_scale": 0.0, "seed": 0, "response": answer, "answer": answer, "answer_norm": key,
-                "answer_method": "answer_line", "correct": correct, "prompt_tokens": 1, "completion_tokens": 1,
-                "finish_reason": "stop", "cached": False}
+                "answer_method": "answer_line", "answer_type": "math", "correct": correct, "prompt_tokens": 1,
+                "completion_tokens": 1, "finish_reason": "stop", "cached": False}
 
     said = [("0.5", "1/2", True), ("\\frac{1}{2}", "1/2", True), ("3", "3", False)]
     pool = to_frame("society_pool", [row(a, q, s, *said[a]) for a in range(3)

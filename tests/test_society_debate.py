@@ -25,7 +25,7 @@ from lmad.solver import derive_seed, solver_request
 PROMPTS = {p.stem: load_prompt(p) for p in (REPO / "config" / "prompts").glob("*.txt")}
 AUX = {"advice": 32, "judge": 32, "moderator": 32}
 CONTEXT = [{"title": "Alpha", "sentences": ["Alpha is a city."]}, {"title": "Beta", "sentences": ["Beta is a town."]}]
-QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa",
+QUESTIONS = [{"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa", "answer_type": "span",
               "question": f"Which place is meant in question {i}?", "context": CONTEXT} for i in range(3)]
 SEED = 7
 

@@ -36,7 +36,7 @@ def read(text: str) -> str:
 
 def question(i):
     titles = [f"Place{i}a", f"Place{i}b"]
-    return {"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa",
+    return {"qid": f"q{i}", "dataset": "hotpotqa", "benchmark": "hotpotqa", "answer_type": "span",
             "question": f"Which place is meant in question {i}?",
             "context": [{"title": t, "sentences": [f"{t} is a city."]} for t in titles], "answer": titles[0],
             "aliases": [], "qtype": "bridge", "supporting_facts": [], "source": "test"}

@@ -9,6 +9,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 def q(dataset, question, qtype, answer="x"):
     return {"qid": "q", "dataset": dataset, "benchmark": dataset,
+            "answer_type": "yes_no" if dataset == "strategyqa" else "span",
             "question": question, "qtype": qtype, "answer": answer, "context": []}
 
 

@@ -9,7 +9,8 @@ from conftest import REPO
 from lmad.backends import open_backend
 from lmad.data import load_jsonl
 from lmad.prompts import load_prompt
-from lmad.solver import derive_seed, reader_of, sample_rows, solver_request
+from lmad.answers import reading_of
+from lmad.solver import derive_seed, sample_rows, solver_request
 
 pytestmark = pytest.mark.model
 
@@ -23,7 +24,7 @@ def test_smollm2_answers_choice_and_math_questions(smollm2_dir, tmp_path):
                  + load_jsonl(REPO / "data" / "demo" / "gsm8k.jsonl", "gsm8k")[:4])
     jobs = [{"qid": q["qid"], "stage": "cot", "round": 0, "agent": 0, "temperature": 0.0,
              "seed": derive_seed(0, q["qid"]), "request": solver_request(prompt, q, 0.0, derive_seed(0, q["qid"]), 96),
-             "reader": reader_of(q)} for q in questions]
+             "reading": reading_of(q)} for q in questions]
     rows = sample_rows(backend, jobs)
     assert len(rows) == 8 and all(r["response"] for r in rows)
     forms = Counter(r["answer_method"] for r in rows)

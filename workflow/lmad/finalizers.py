@@ -7,7 +7,7 @@ interaction gained from what the readout gained (round-level controls):
 ``vote``        majority vote, answers grouped by the question's answer type (normalized form
                 for spans, equivalent numbers / expressions / option letters otherwise); ties go
                 to the tied answer given first by the lowest-index agent
-                (``answer_types.majority_vote``).
+                (``answers.majority_vote``).
 ``vote_judge``  majority vote; when there is no unique winner, ONE judge call (temperature 0,
                 output constrained to the tied answers) picks among the tied candidates.
                 A reply that is not exactly one tied candidate (after stripping; or, failing
@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .answer_types import canonical, group_keys, key_of, majority_vote, type_of
+from .answers import equivalent, group_keys, key_of, majority_vote, type_of
 from .backends import ChatRequest
 from .model_json import load_model_json
 from .prompts import Prompt, question_fields
@@ -45,7 +45,7 @@ QUOTE_CHARS = 300  # the verifier's quotation; a maximal reply fits 128 tokens a
 
 @dataclass(frozen=True)
 class Candidate:
-    """One distinct non-empty answer of a set: its vote group's key (``answer_types.group_keys``),
+    """One distinct non-empty answer of a set: its vote group's key (``answers.group_keys``),
     the original string of its first agent (in agent order), how many agents gave it, and that
     first agent's index."""
 
@@ -55,7 +55,7 @@ class Candidate:
     first: int
 
 
-def candidates(answers: Sequence[str], answer_type: str = "span") -> list[Candidate]:
+def candidates(answers: Sequence[str], answer_type: str) -> list[Candidate]:
     """Distinct non-empty answers (the vote's groups) in vote order: most votes first, then first
     agent index."""
     groups: dict[str, Candidate] = {}
@@ -99,7 +99,7 @@ def verify_request(prompt: Prompt, question: dict, candidate: str, max_tokens: i
 
 # ----------------------------------------------------------------------------- parsers
 
-def parse_judge_choice(text, options: Sequence[str], answer_type: str = "span") -> tuple[int | None, str]:
+def parse_judge_choice(text, options: Sequence[str], answer_type: str) -> tuple[int | None, str]:
     """The index of the tied candidate the judge picked, or (None, why not). Never raises."""
     if not isinstance(text, str):
         return None, f"not text ({type(text).__name__})"
@@ -107,8 +107,7 @@ def parse_judge_choice(text, options: Sequence[str], answer_type: str = "span") 
     for i, o in enumerate(options):
         if said == o:
             return i, ""
-    norm = canonical(said, answer_type)
-    hits = [i for i, o in enumerate(options) if norm and canonical(o, answer_type) == norm]
+    hits = [i for i, o in enumerate(options) if equivalent(said, o, answer_type)]
     if len(hits) == 1:
         return hits[0], ""
     return None, f"reply {said[:80]!r} is not one of the {len(options)} tied candidates"

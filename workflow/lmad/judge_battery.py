@@ -18,7 +18,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .answers import normalize_hotpot, score
+from .answers import get, gold_of
+from .answers.choice import LETTERS
+from .answers.official import score
+from .answers.text import normalize_hotpot
 
 POSITIVE_KINDS = ("gold", "alias", "variant_case", "variant_punct", "in_sentence")
 NEGATIVE_KINDS = ("other_gold", "opposite_yes_no", "near_miss")
@@ -27,8 +30,9 @@ KINDS = POSITIVE_KINDS + NEGATIVE_KINDS
 _NUMBER = re.compile(r"^[\d\s.,:/-]+$")
 
 
-def answer_type(gold: str) -> str:
-    """yes_no, number (digits, dates, amounts) or entity: what a plausible wrong answer looks like."""
+def gold_kind(gold: str) -> str:
+    """yes_no, number (digits, dates, amounts) or entity: what a plausible wrong answer to a
+    free-form question looks like."""
     norm = normalize_hotpot(gold)
     if norm in ("yes", "no"):
         return "yes_no"
@@ -41,17 +45,39 @@ def unrelated(candidate: str, golds: Sequence[str]) -> bool:
     return em == 0.0 and f1 == 0.0 and bool(normalize_hotpot(candidate))
 
 
-def rival_answer(q: dict, pool: Sequence[str], rng: random.Random) -> str | None:
+def rival_pool(questions: Iterable[dict]) -> dict[str, list[str]]:
+    """The gold answers of ``questions`` by answer type (yes/no golds left out: a yes/no
+    question's rival is its opposite), where :func:`rival_answer` draws rivals from."""
+    pool: dict[str, list[str]] = defaultdict(list)
+    for q in questions:
+        gold = gold_of(q)
+        if gold.answers and gold_kind(gold.answers[0]) != "yes_no":
+            pool[gold.answer_type].append(gold.answers[0])
+    return pool
+
+
+def rival_answer(q: dict, pool: dict[str, Sequence[str]], rng: random.Random) -> str | None:
     """A known-wrong answer to ``q`` (layer B's rebuttals, the rubric's and the jury's
-    batteries): the opposite of a yes/no gold, else a seeded pick among the ``pool``'s answers
-    and the question's passage titles unrelated to every gold; None when there is none."""
-    gold = q["answer"]
-    if answer_type(gold) == "yes_no":
-        return "no" if normalize_hotpot(gold) == "yes" else "yes"
-    golds = [gold, *q["aliases"]]
-    options = sorted({g for g in pool if unrelated(g, golds)} | {p["title"] for p in q["context"]
-                                                                 if unrelated(p["title"], golds)})
-    return rng.choice(options) if options else None
+    batteries), by the question's answer type: the opposite of a yes/no gold; another option's
+    letter of a choice question; for a span, a seeded pick among the ``pool``'s span answers and
+    the question's passage titles unrelated to every gold; for a number or expression, among the
+    pool's answers of that type that are not equivalent to a gold. None when there is none, and
+    always for a question without gold (an opinion): nothing is known to be worse there."""
+    gold = gold_of(q)
+    kind = get(gold.answer_type)
+    if not gold.answers:
+        return None
+    if gold.answer_type == "yes_no" or (kind.free_form and gold_kind(gold.answers[0]) == "yes_no"):
+        return "no" if normalize_hotpot(gold.answers[0]) == "yes" else "yes"
+    if kind.free_form:
+        options = {g for g in pool.get(gold.answer_type, ()) if unrelated(g, gold)} | {
+            p["title"] for p in q.get("context") or () if unrelated(p["title"], gold)}
+    elif gold.answer_type == "choice":
+        letters = LETTERS[:len(q.get("choices") or ()) or 4]
+        options = {x for x in letters if not gold.correct(x)}
+    else:
+        options = {g for g in pool.get(gold.answer_type, ()) if not kind.is_empty(g) and not gold.correct(g)}
+    return rng.choice(sorted(options)) if options else None
 
 
 @dataclass(frozen=True)
@@ -81,7 +107,7 @@ def _positives(q: dict, kinds: set[str], max_aliases: int) -> list[Item]:
 
 def _negatives(q: dict, kinds: set[str], pool: dict[str, list[str]], rng: random.Random) -> list[Item]:
     gold, golds = q["answer"], [q["answer"], *q["aliases"]]
-    kind_of = answer_type(gold)
+    kind_of = gold_kind(gold)
     out = []
     if "opposite_yes_no" in kinds and kind_of == "yes_no":
         out.append(("opposite_yes_no", "no" if normalize_hotpot(gold) == "yes" else "yes"))
@@ -122,7 +148,7 @@ def build_battery(questions: Iterable[dict], questions_per_dataset: int, kinds: 
     questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
     pool: dict[str, list[str]] = defaultdict(list)
     for q in questions:
-        pool[answer_type(q["answer"])].append(q["answer"])
+        pool[gold_kind(q["answer"])].append(q["answer"])
     wanted, items = set(kinds), []
     for _, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed):
         for q in chosen:

@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from typing import Iterable, Mapping, Sequence
 
 from .backends import ChatRequest
-from .judge_battery import per_dataset_sample, rival_answer
+from .judge_battery import per_dataset_sample, rival_answer, rival_pool
 from .prompts import Prompt, question_fields
 
 CHOICES = ("1", "2", "tie")
@@ -64,7 +64,7 @@ def jury_verdict(verdicts: Sequence[str]) -> str:
 def build_battery(questions: Iterable[dict], per_dataset: int, seed: int) -> list[dict]:
     """Known-better (``a``: the gold) vs known-worse (``b``: a rival) pairs, seeded."""
     questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
-    pool = [q["answer"] for q in questions]
+    pool = rival_pool(questions)
     out = []
     for dataset, rng, chosen in per_dataset_sample(questions, per_dataset, seed, "jury\0"):
         for q in chosen:

@@ -136,10 +136,10 @@ def _evidence(q: dict) -> tuple[str, str]:
 def build_rubric_battery(questions: Iterable[dict], questions_per_dataset: int, seed: int) -> list[RubricItem]:
     """Seeded: at most ``questions_per_dataset`` questions of each dataset with a rival answer
     (lmad.judge_battery.rival_answer) and a passage to quote, six items each."""
-    from .judge_battery import answer_type, per_dataset_sample, rival_answer
+    from .judge_battery import per_dataset_sample, rival_answer, rival_pool
 
     questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
-    pool = [q["answer"] for q in questions if answer_type(q["answer"]) != "yes_no"]
+    pool = rival_pool(questions)
     items = []
     for _, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed, "rubric\0"):
         for q in chosen:

@@ -14,8 +14,7 @@ from pathlib import Path
 from string import Template
 from typing import Sequence
 
-from .answer_types import ANSWER_LINES, FREE_FORM, answer_instruction
-from .answers import is_yes_no_question
+from .answers import get, reading_of
 
 _SECTION = re.compile(r"^### (system|user)\s*$", re.MULTILINE)
 
@@ -130,10 +129,10 @@ def question_text(question: dict) -> str:
 
 
 def answer_type(question: dict) -> str:
-    """``yes/no`` for a yes/no question (:func:`lmad.answers.is_yes_no_question`: every
-    StrategyQA question, and questions that open with an auxiliary, "Were Scott Derrickson and
-    Ed Wood of the same nationality?"); ``short`` otherwise. Never read from the gold answer."""
-    return "yes/no" if is_yes_no_question(question["question"], question["benchmark"]) else "short"
+    """``yes/no`` for a question read as yes or no (every StrategyQA question, and span
+    questions that open with an auxiliary, "Were Scott Derrickson and Ed Wood of the same
+    nationality?"); ``short`` for another free-form one. Never read from the gold answer."""
+    return "yes/no" if reading_of(question).yes_no else "short"
 
 
 def question_fields(question: dict, context: Sequence[dict] | None = None) -> dict[str, str]:
@@ -144,15 +143,15 @@ def question_fields(question: dict, context: Sequence[dict] | None = None) -> di
     (``answer_line``, ``answer_form``) of its answer type. ``context`` replaces the question's
     paragraphs (distractors dropped to fit a window)."""
     context = question["context"] if context is None else context
-    kind = question.get("answer_type") or "span"
-    family = "passages" if context or kind in FREE_FORM else kind
+    reading = reading_of(question)
+    kind, free_form = reading.answer_type, reading.kind.free_form
+    family = "passages" if context or free_form else kind
     intro, debate, evidence = _TASK_TEXT[family]
     kind_noun, evidence_noun, quote_source = _TASK_NOUNS[family]
     text = format_context(context)
-    if kind in FREE_FORM:
-        line, form = ANSWER_LINES[answer_type(question)], "<short answer>"
-    else:
-        line, form = answer_instruction(kind, len(question.get("choices") or [])), _ANSWER_FORM[kind]
+    # the answer type's own line; a span question asking yes or no gets the yes/no type's
+    line = (reading.kind if not reading.yes_no else get("yes_no")).instruction(len(reading.choices))
+    form = "<short answer>" if free_form else _ANSWER_FORM[kind]
     return {"context": text, "passages": f"Passages:\n{text}\n\n" if context else "", "question": question_text(question),
             "task_intro": intro, "task_debate": debate, "evidence_rule": evidence, "question_kind": kind_noun,
             "evidence": evidence_noun, "quote_source": quote_source, "answer_line": line, "answer_form": form}

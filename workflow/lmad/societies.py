@@ -34,7 +34,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
-from .answer_types import as_gold, gold_correct, group_keys, majority_vote
+from .answers import Gold, gold_correct, group_keys, majority_vote
 from .prompts import Prompt
 
 #: persona name -> system message (None: the solver prompt's own)
@@ -219,20 +219,20 @@ def split_of(seed: int, keys: Sequence[tuple[str, str]], selection_fraction: flo
 
 # ----------------------------------------------------------------------------- coverage
 
-def answer_coverage(answers: Sequence[Sequence[str]], golds: Sequence[Sequence[str]]) -> list[list[float]]:
+def answer_coverage(answers: Sequence[Sequence[str]], golds: Sequence[Gold]) -> list[list[float]]:
     """cov[a][q] = 1.0 when agent a's answer to question q is correct. ``answers[a][q]``; ``golds[q]``
-    the question's ``answer_types.Gold`` (or gold strings: a span question)."""
+    the question's ``answers.Gold``."""
     return [[float(gold_correct(x, g)) for x, g in zip(row, golds, strict=True)] for row in answers]
 
 
-def support_scores(answers: Sequence[Sequence[str]], answer_types: Sequence[str] | None = None) -> list[list[float]]:
+def support_scores(answers: Sequence[Sequence[str]], answer_types: Sequence[str]) -> list[list[float]]:
     """support[a][q] = (size of a's answer cluster − 1) / (valid answers − 1); 0 for an empty answer
     or when fewer than 2 agents gave a valid answer. No labels. ``answer_types[q]`` clusters
-    question q's answers by its type's equivalence (None: every question a span question)."""
+    question q's answers by its type's equivalence."""
     agents, questions = len(answers), len(answers[0]) if answers else 0
     out = [[0.0] * questions for _ in range(agents)]
     for q in range(questions):
-        keys = group_keys([answers[a][q] for a in range(agents)], answer_types[q] if answer_types else "span")
+        keys = group_keys([answers[a][q] for a in range(agents)], answer_types[q])
         valid = [k for k in keys if k]
         if len(valid) < 2:
             continue
@@ -269,25 +269,24 @@ def coverage(scores: Sequence[Sequence[float]], members: Sequence[int], threshol
     return sum(any(scores[a][q] >= threshold for a in members) for q in range(n))
 
 
-def evaluate(answers: Sequence[Sequence[str]], golds: Sequence[Sequence[str]], members: Sequence[int]) -> dict:
-    """A society on a question set (``golds[q]``: a ``Gold`` or gold strings; see
-    :func:`society_scores`)."""
-    types = [as_gold(g).answer_type for g in golds]
+def evaluate(answers: Sequence[Sequence[str]], golds: Sequence[Gold], members: Sequence[int]) -> dict:
+    """A society on a question set (``golds[q]``: the question's ``Gold``; see :func:`society_scores`)."""
+    types = [g.answer_type for g in golds]
     return society_scores(answers, answer_coverage(answers, golds), members, types)
 
 
 def society_scores(answers: Sequence[Sequence[str]], correct: Sequence[Sequence[float]], members: Sequence[int],
-                   answer_types: Sequence[str] | None = None) -> dict:
+                   answer_types: Sequence[str]) -> dict:
     """A society on a question set, from each agent's correctness ``correct[a][q]``: proposal hit
     (some member right), its majority vote (members in selection order, ties to the first; grouped
-    by ``answer_types[q]``, None: spans; right when the member whose answer it returns is), mean
+    by ``answer_types[q]``; right when the member whose answer it returns is), mean
     member accuracy — percentages."""
     n = len(correct[0]) if correct else 0
     if n == 0 or not members:
         return {"n": n, "hit": None, "vote": None, "member_acc": None}
     hit = vote = right = 0
     for q in range(n):
-        kind = answer_types[q] if answer_types else "span"
+        kind = answer_types[q]
         said = [answers[a][q] or "" for a in members]
         ok = [bool(correct[a][q]) for a in members]
         hit += any(ok)

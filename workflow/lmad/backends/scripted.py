@@ -80,7 +80,7 @@ JUDGE_MODES = ("hash", "oracle", "always_correct", "always_incorrect", "garbage"
 
 
 def _oracle_verdict(prompt: str) -> str:
-    from ..answers import normalize_hotpot
+    from ..answers.text import normalize_hotpot
 
     ref = re.search(r"^Reference answer: (.*)$", prompt, flags=re.MULTILINE)
     pred = re.search(r"^Predicted answer: (.*)$", prompt, flags=re.MULTILINE)

@@ -50,7 +50,7 @@ from .tasks import TaskDataError
 MULTIHOP = ("hotpotqa", "2wikimultihopqa", "musique", "strategyqa")
 DATASETS = (*MULTIHOP, *TASK_CONVERTERS)
 
-#: each benchmark's answer type (``lmad.answer_types``): how replies are read, compared and scored
+#: each benchmark's answer type (``lmad.answers``): how replies are read, compared and scored
 ANSWER_TYPE = {"hotpotqa": "span", "2wikimultihopqa": "span", "musique": "span", "strategyqa": "yes_no",
                "gsm8k": "numeric", "aime": "numeric", "amc12": "numeric", "math500": "math", "olympiadbench": "math",
                "gpqa-diamond": "choice", "mmlu": "choice", "mmlu-redux": "choice", "truthfulqa": "choice",

@@ -22,7 +22,7 @@ question is its letter.
 | globalopinionqa | question, selections (Python-repr dict), options (Python-repr list), source | Anthropic/llm_global_opinions |
 
 Golds are kept as the source writes them (AMC's ``27.0``, AIME's ``025``, LaTeX); scoring
-(``lmad.answer_types``) normalises them. GSM8K's gold is the number after ``####``, thousands
+(``lmad.answers``) normalises them. GSM8K's gold is the number after ``####``, thousands
 commas removed. Rows without an id get ``<benchmark>-`` + 12 hex digits of sha256 of their
 content (GSM8K: the question; MMLU: subject, question, options; TruthfulQA: the question;
 GlobalOpinionQA: source, question, options and survey). OlympiadBench's ``context`` goes

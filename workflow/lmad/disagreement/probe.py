@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from ..answer_types import key_of, same_answer, type_of
+from ..answers import key_of, same_answer, type_of
 from ..backends import ChatRequest
 
 LETTERS = ("A", "B", "C", "D", "E", "F", "G")

@@ -25,7 +25,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..backends import ChatRequest
 from ..disagreement_labels import PUSHBACK_SCHEMA
-from ..judge_battery import answer_type, per_dataset_sample, rival_answer, summarize
+from ..judge_battery import per_dataset_sample, rival_answer, rival_pool, summarize
 from ..prompts import Prompt
 from ..protocols.debate.spec import Protocol, Turn
 
@@ -99,7 +99,7 @@ def build_battery(questions: Iterable[dict], questions_per_dataset: int, seed: i
     """Seeded: at most ``questions_per_dataset`` questions of each dataset, 2 rebuttals and 2
     endorsements each (a question with no rival answer gets none)."""
     questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
-    pool = [q["answer"] for q in questions if answer_type(q["answer"]) != "yes_no"]
+    pool = rival_pool(questions)
     items = []
     for dataset, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed, "pushback\0"):
         for q in chosen:

@@ -1,5 +1,5 @@
 """Debate dynamics of the debate baselines, from their round tables (correctness against answer +
-aliases by the question's answer type: ``lmad.answer_types.gold_correct``).
+aliases by the question's answer type: ``lmad.answers.gold_correct``).
 
 For one method on one dataset, ``c[q][t][i]`` ∈ {0, 1} is whether agent i's answer to question q
 is correct after round t (a question that stopped early keeps its last answers). With K agents
@@ -40,7 +40,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import layout
-from ..answer_types import as_gold, gold_correct, majority_vote
+from ..answers import gold_correct, majority_vote
 from ..schemas import read_table
 
 
@@ -55,7 +55,7 @@ def answers_by_qid(path: str) -> dict[str, list[str]]:
 
 def correctness_by_round(golds: dict, paths: list[str]) -> dict[str, list[tuple[list[int], int]]]:
     """{qid: [(agent correct flags, strict-majority correct) per round]} for one method and dataset.
-    ``golds``: {(dataset, qid): ``answer_types.Gold``, or gold strings (a span question)}."""
+    ``golds``: {(dataset, qid): ``answers.Gold``}."""
     dataset = layout.parse(paths[0]).dataset
     em: dict[tuple[str, str], int] = {}  # (answer, qid) -> correct: agents and rounds repeat answers
     last: dict[str, tuple[list[int], int]] = {}  # a question that stopped keeps its last round's
@@ -68,7 +68,7 @@ def correctness_by_round(golds: dict, paths: list[str]) -> dict[str, list[tuple[
 
     for path in paths:
         for qid, answers in answers_by_qid(path).items():
-            winner, info = majority_vote(answers, as_gold(golds[(dataset, qid)]).answer_type)
+            winner, info = majority_vote(answers, golds[(dataset, qid)].answer_type)
             last[qid] = ([correct(a or "", qid) for a in answers], int(info["strict_majority"] and correct(winner, qid)))
         for qid, (flags, majority) in last.items():
             out.setdefault(qid, []).append((list(flags), majority))

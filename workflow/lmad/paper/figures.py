@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 
 from .. import layout
-from ..answer_types import as_gold, gold_correct, majority_vote
+from ..answers import gold_correct, majority_vote
 from ..plotting import pyplot, save
 from ..registry import TRACE_FIGURE_METHODS
 from ..stats import wilson_interval
@@ -165,9 +165,8 @@ def select_trace_questions(trace: pl.DataFrame, judged: pl.DataFrame, golds: dic
         if first["conflict"] is None:
             continue
         debated.append(g)
-        gold = as_gold(golds.get((key[1], key[2]), ()))
-        vote = majority_vote(first["answers"], gold.answer_type)[0]
-        if key in ok and not gold_correct(vote, gold):
+        gold = golds.get((key[1], key[2]))
+        if key in ok and gold is not None and not gold_correct(majority_vote(first["answers"], gold.answer_type)[0], gold):
             chosen.append(g)
     picked = (chosen + [g for g in debated if not any(g is c for c in chosen)])[:k]
     return [{"backbone": g["backbone"][0], "dataset": g["dataset"][0], "qid": g["qid"][0], "method": method,

@@ -1,6 +1,6 @@
 """Recoverable headroom (When Debate Helps), per method, from saved tables.
 
-Correctness here is the question's own rule (``lmad.answer_types.gold_correct``) against the gold
+Correctness here is the question's own rule (``lmad.answers.gold_correct``) against the gold
 answer and its aliases: normalized exact match for spans and yes/no, equivalence of numbers,
 expressions and option letters otherwise — for the proposals (which are never judged), the round-0
 vote (grouped by the same equivalence) and the final prediction alike, so the identity below is
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from ..answer_types import as_gold, gold_correct, majority_vote
+from ..answers import Gold, gold_correct, majority_vote
 
 COUNTS = ["vote", "hit", "headroom", "recovered", "new_correct", "damage", "final"]
 
@@ -35,9 +35,8 @@ class AccountingError(AssertionError):
     """gain ≠ recovered + new-correct − damage: an analysis bug, never a result."""
 
 
-def question_flags(proposals: Sequence[str], prediction: str, golds: Sequence[str]) -> dict[str, bool]:
-    """``golds``: the question's ``answer_types.Gold``, or gold strings (a span question)."""
-    gold = as_gold(golds)
+def question_flags(proposals: Sequence[str], prediction: str, gold: Gold) -> dict[str, bool]:
+    """``gold``: the question's ``answers.Gold`` (its answer type compares the answers)."""
     vote = gold_correct(majority_vote(list(proposals), gold.answer_type)[0], gold)
     hit = any(gold_correct(p, gold) for p in proposals)
     final = gold_correct(prediction, gold)

@@ -9,7 +9,7 @@ For every backbone × dataset × method × round t × finalizer f, over the meth
                                    = recovered + new_correct − damage (asserted: ``AccountingError``)
     round_vote, round_hit          the plain vote and the proposal hit of the round-t answers
     overturns                      f's answer differs from the round-t vote (by the type's
-                                   equivalence: ``answer_types.same_answer``);
+                                   equivalence: ``answers.same_answer``);
     overturns_correct / _wrong     … and f is right where the vote was wrong / wrong where it was right
     calls, generated tokens / q    the method's calls through round t plus f's own calls
 
@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 import polars as pl
 
-from ..answer_types import as_gold, gold_correct, same_answer
+from ..answers import gold_correct, same_answer
 from . import headroom as hr
 
 AVG = "Avg."
@@ -33,7 +33,7 @@ RATES = ["vote_acc", "hit_rate", "headroom", "recovered", "new_correct", "damage
          "parse_error_rate", "finalizer_calls_per_q", "finalizer_tokens_per_q", "calls_per_q",
          "completion_tokens_per_q"]
 
-#: (dataset, qid) -> the question's ``answer_types.Gold`` (or gold strings: a span question)
+#: (dataset, qid) -> the question's ``answers.Gold``
 Golds = Mapping[tuple[str, str], Sequence[str]]
 #: (backbone, dataset, method) -> one {qid: (calls, completion tokens)} per round, cumulative
 Costs = Mapping[tuple[str, str, str], Sequence[Mapping[str, tuple[int, int]]]]
@@ -62,7 +62,7 @@ def readout_rows(finalized: pl.DataFrame, golds: Golds, costs: Costs) -> list[di
         for (t, f), part in cell.partition_by(["round", "finalizer"], as_dict=True, maintain_order=True).items():
             flags, extra = [], defaultdict(float)
             for r in part.to_dicts():
-                g = as_gold(golds[(d, r["qid"])])
+                g = golds[(d, r["qid"])]
                 flags.append(hr.question_flags(r0[r["qid"]], r["prediction"], g))
                 final, vote = flags[-1]["final"], gold_correct(r["vote"], g)
                 turned = not same_answer(r["prediction"], r["vote"], g.answer_type)

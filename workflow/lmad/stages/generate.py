@@ -9,7 +9,8 @@ from ..committees import crew
 from ..societies import agent_prompt
 from ..prompts import load_prompt
 from ..schemas import read_table, write_table
-from ..solver import derive_seed, reader_of, sample_rows, solver_request
+from ..answers import reading_of
+from ..solver import derive_seed, sample_rows, solver_request
 from .society_agents import JobWeights
 from .units import check_aligned, split_rows
 
@@ -40,7 +41,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], model: dict,
                 ask = agent_prompt(solver, member) if member else solver
                 jobs.append((weights.of(member), {
                     "qid": q["qid"], "stage": stage, "round": 0, "agent": agent, "temperature": float(t), "seed": s,
-                    "request": solver_request(ask, q, t, s, max_tokens), "reader": reader_of(q)}))
+                    "request": solver_request(ask, q, t, s, max_tokens), "reading": reading_of(q)}))
                 owners.append(u)
     rows = by_backend(jobs, sample_rows) if jobs else []
     for path, unit_rows in zip(samples, split_rows(len(samples), owners, rows)):

@@ -14,8 +14,7 @@ import polars as pl
 
 from .. import layout
 from ..atomic import write_text
-from ..answer_types import FREE_FORM, is_correct
-from ..answers import score, scoring_rules
+from ..answers import get, gold_of, type_of
 from ..backends import ChatRequest, Completion, open_backend
 from ..cost import call_columns
 from ..headline import validation_line
@@ -35,7 +34,7 @@ RULE = "rule"
 def rule_scored(question: dict) -> bool:
     """Whether a question's answers are scored by a rule rather than an LLM judge: every answer
     type but spans and yes/no, whose judge decides what a free-form answer means."""
-    return (question.get("answer_type") or "span") not in FREE_FORM
+    return not get(type_of(question)).free_form
 
 
 def parse_verdict(text: str) -> str:
@@ -128,14 +127,12 @@ def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> lis
     rows = []
     for p in preds:
         q = qs[p["qid"]]
-        golds = [q["answer"], *q["aliases"]]
-        reply = replies.get(id(p))
+        gold, reply = gold_of(q), replies.get(id(p))
+        em, f1 = get(gold.answer_type).score(p["prediction"], gold.answers, gold.rules)
         if rule_scored(q):  # EM and F1 are the rule's accuracy; opinion questions have no gold
-            correct = is_correct(p["prediction"], golds, q["answer_type"])
-            em = f1 = None if correct is None else float(correct)
+            correct = None if em is None else em > 0
             verdict, raw = RULE, f"<scored by the {q['answer_type']} rule: not sent to the judge>"
         else:
-            em, f1 = score(p["prediction"], golds, scoring_rules(q["benchmark"]))
             correct = em > 0
             # an empty prediction is wrong without asking the judge
             verdict = parse_verdict(reply.text) if reply else "incorrect"

@@ -53,7 +53,8 @@ from ..protocols.localized_debate.resolve import parse_repair, resolution_reques
 from ..protocols.localized_debate.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
-from ..solver import answer_key, derive_seed, reader_of, sample_rows, solver_request
+from ..answers import reading_of
+from ..solver import derive_seed, sample_rows, solver_request
 from ..tones import tone_role
 from .society_agents import JobWeights, SocietyFile
 from .units import by_method, check_aligned, check_unit_paths, per_unit, split_rows
@@ -193,7 +194,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
                 jobs.append((weights.of(member), {
                     "qid": s["qid"], "stage": method, "round": iteration, "agent": agent, "temperature": float(t),
                     "seed": sd, "request": solver_request(ask, q, t, sd, max_tokens, committed=s["committed"]),
-                    "reader": reader_of(q)}))
+                    "reading": reading_of(q)}))
                 owners.append(u)
     fresh = split_rows(len(us), owners, by_backend(jobs, sample_rows))  # one batch per set of weights
     for u in range(len(us)):
@@ -227,8 +228,8 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
     todo, owners = [], []
     skip = iterations is not None and controller.skips_auxiliary(iteration, iterations, guard_last_iteration)
     for u, qs in enumerate([] if skip else us.questions):
-        for rows in _by_qid(_table("samples", samples[u])).values():
-            if controller.needs_repair([r["answer"] for r in rows]):
+        for qid, rows in _by_qid(_table("samples", samples[u])).items():
+            if controller.needs_repair([r["answer"] for r in rows], reading_of(qs[qid])):
                 todo += rows
                 owners += [u] * len(rows)
     requests = [premise_request(graph_prompt, us.questions[u][r["qid"]], r["response"], max_tokens, max_nodes,
@@ -248,7 +249,7 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
         else:
             chain = node_lib.build_chain(c.text, r["response"], r["answer"], max_nodes, max_node_words)
         out.append({"qid": r["qid"], "iteration": iteration, "agent": r["agent"], "answer": r["answer"],
-                    "answer_norm": answer_key(r["answer"], reader_of(us.questions[u][r["qid"]])),
+                    "answer_norm": reading_of(us.questions[u][r["qid"]]).key(r["answer"]),
                     "rationale": r["response"], "raw_output": c.text,
                     "parse_error": chain.parse_error, "raw_nodes": chain.raw_nodes, "node_flags": chain.node_flags,
                     "nodes": chain.nodes, "fallback": chain.fallback, **graph, **call_columns(c)})
@@ -440,15 +441,15 @@ def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict]
             states.append(s)
             continue
         qid, agent_answers = s["qid"], answers[s["qid"]]
-        agreed = not controller.needs_repair(agent_answers)
+        agreed = not controller.needs_repair(agent_answers, reading_of(qs[qid]))
         rep = None if agreed or skipped else proposed.get(qid)
         # the guard re-parses the resolver's raw output: the same parse, plus its shape verdict
         guard = commit_guard(policy, qs[qid], parse_repair(rep["raw_output"]), min_quote_words, relation,
                              verdicts.get(qid)) if rep else None
         truncated = bool(rep) and rep["finish_reason"] == "length"
         new, reason = controller.transition(s, agent_answers, guard, rep["nodes"] if rep else [], iteration,
-                                            iterations, truncated=truncated, skipped=skipped and not agreed,
-                                            reader=reader_of(qs[qid]))
+                                            iterations, reading_of(qs[qid]), truncated=truncated,
+                                            skipped=skipped and not agreed)
         states.append(new)
         # a truncated reply is recorded with its checks but decides nothing: admitted stays null
         decisions.append({"qid": qid, "iteration": iteration, "policy": policy, "answers": agent_answers,

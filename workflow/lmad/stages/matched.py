@@ -16,7 +16,8 @@ import math
 from ..backends import open_backend
 from ..prompts import load_prompt
 from ..schemas import read_table, write_table
-from ..solver import derive_seed, reader_of, sample_rows, solver_request
+from ..answers import reading_of
+from ..solver import derive_seed, sample_rows, solver_request
 from .units import check_aligned, split_rows
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def sc_matched(questions: list[str], proposals: list[str], target: list[str], sa
                 t = float(temperatures[i % len(temperatures)])
                 s = derive_seed(seed, q["qid"], i)
                 jobs.append({"qid": q["qid"], "stage": "matched", "round": 0, "agent": i, "temperature": t,
-                             "seed": s, "request": solver_request(solver, q, t, s, max_tokens), "reader": reader_of(q)})
+                             "seed": s, "request": solver_request(solver, q, t, s, max_tokens), "reading": reading_of(q)})
                 owners.append(u)
     backend = open_backend(model, cache_dir)
     rows = sample_rows(backend, jobs)

@@ -9,7 +9,7 @@ For one method on one such dataset, each question's answers are
 * ``prediction``: its single prediction otherwise (CoT).
 
 Their distribution over the question's options is compared with every surveyed country's
-distribution (``questions.survey``) by ``answer_types.opinion_similarity``: 1 − Jensen–Shannon
+distribution (``questions.survey``) by ``answers.opinion_similarity``: 1 − Jensen–Shannon
 distance, base 2. A question is *valid* when at least one of its answers is one of its option
 letters. Per (backbone, dataset, method): ``n`` questions, ``n_valid``, ``similarity`` = the mean
 over every (valid question, surveyed country) pair, and the best- and worst-matched countries by
@@ -22,7 +22,7 @@ from collections import defaultdict
 from statistics import fmean
 from typing import Iterable, Sequence
 
-from ..answer_types import answer_distribution, opinion_similarity
+from ..answers import answer_distribution, opinion_similarity
 from ..atomic import write_text
 from ..number_format import fmt, markdown
 from ..paper import label

@@ -18,7 +18,7 @@ from ..paper import label
 from ..number_format import fmt, markdown
 from ..paper.tables import AVG, latex, table1_block, table1_frame_rows, table1_latex, table1_markdown, table2_block
 from ..headline import Headline, headline, judge_or_rule, score_expr, score_vectors
-from ..answers import normalize_answer
+from ..answers import Gold
 from ..protocols.localized_debate.commit_guard import CHECKS as CHECK_ORDER
 from ..registry import TABLE2_METHODS
 from ..schemas import read_table
@@ -149,16 +149,11 @@ def gate_activated(trace: pl.DataFrame) -> pl.DataFrame:
             .select("backbone", "dataset", "qid").unique())
 
 
-def _contains_gold(nodes: list[str], golds: list[str]) -> bool:
-    """Whether a repair states a gold answer (or alias) as a whole word sequence, after the
-    official normalization. yes/no golds are never counted: the words say nothing there."""
-    said = normalize_answer(" ".join(nodes or [])).split()
-    for g in golds:
-        words = normalize_answer(g or "").split()
-        if words and words not in (["yes"], ["no"]) and any(said[i:i + len(words)] == words
-                                                             for i in range(len(said) - len(words) + 1)):
-            return True
-    return False
+def _contains_gold(nodes: list[str], gold: Gold | None) -> bool:
+    """Whether a repair states a gold answer (or alias), by the question's answer type
+    (``Gold.mentioned_in``: a span's words in a row, a number's value, an option's letter or
+    text; yes/no golds and opinions never count: the words say nothing there)."""
+    return gold is not None and gold.mentioned_in(" ".join(nodes or []))
 
 
 REJECTION_COLUMNS = ["backbone", "check", "required", "repairs", "rejected", "rejected_with_gold", "truncated"]
@@ -175,7 +170,7 @@ def guard_rejections(traces: list[str], questions: list[str]) -> list[dict]:
     for r in trace.to_dicts():
         if not r["checks"]:
             continue
-        gold = _contains_gold(r["repair_nodes"], golds.get((r["dataset"], r["qid"]), []))
+        gold = _contains_gold(r["repair_nodes"], golds.get((r["dataset"], r["qid"])))
         for c in r["checks"]:
             k = counts.setdefault((r["backbone"], c["check"]), {"backbone": r["backbone"], "check": c["check"],
                                                                "required": False, "repairs": 0, "rejected": 0,
@@ -312,7 +307,7 @@ LMAD_COST_COLUMNS = ["last_iteration_aux_calls_per_q", "last_iteration_aux_compl
 # ---- headroom ----
 
 def _golds(questions: list[str]) -> dict:
-    """(dataset, qid) -> the question's typed gold (lmad.answer_types.Gold)."""
+    """(dataset, qid) -> the question's typed gold (lmad.answers.Gold)."""
     from .units import read_golds
 
     return read_golds(questions)

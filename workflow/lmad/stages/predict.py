@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import logging
 
-from ..answer_types import majority_vote
+from ..answers import reading_of
 from ..cost import total_cost
 from ..schemas import read_table, write_table
-from ..solver import answer_key, reader_of
 from .units import check_aligned, check_unit_paths
 
 log = logging.getLogger(__name__)
@@ -22,11 +21,11 @@ def predict(questions: str, samples: str, predictions: str, method: str, provena
         rows = by_q.get(q["qid"])
         if not rows:
             raise ValueError(f"{samples}: no samples for question {q['qid']}")
-        reader = reader_of(q)
+        reading = reading_of(q)
         # samples grouped by the answer type's equivalence: 1/2 and 0.5, (B) and B vote together
-        answer, info = majority_vote([r["answer"] for r in rows], reader[0])
+        answer, info = reading.vote([r["answer"] for r in rows])
         out.append({"qid": q["qid"], "dataset": q["dataset"], "method": method, "prediction": answer,
-                    "prediction_norm": answer_key(answer, reader),
+                    "prediction_norm": reading.key(answer),
                     "stop_reason": "single" if len(rows) == 1 else ("vote_tie" if info["tie"] else "vote"),
                     "stop_round": 0, **total_cost(rows)})
     write_table("predictions", out, predictions, provenance)

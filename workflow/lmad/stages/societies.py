@@ -18,14 +18,15 @@ import polars as pl
 
 from .. import layout
 from .. import societies as so
-from ..answer_types import gold_correct, golds_of
+from ..answers import gold_correct, golds_of
 from ..atomic import write_csv, write_text
 from ..backends import open_backend
 from ..number_format import fmt, markdown
 from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
-from ..solver import derive_seed, reader_of, sample_rows, solver_request
+from ..answers import reading_of
+from ..solver import derive_seed, sample_rows, solver_request
 from .units import read_golds
 
 log = logging.getLogger(__name__)
@@ -59,11 +60,12 @@ def society_pool(questions: list[str], pool: str, model: dict, cache_dir: str, p
             for q in qs:
                 s = derive_seed(call_seed, q["qid"], "society", a.name)
                 jobs.append({"qid": q["qid"], "dataset": q["dataset"], "split": split[(q["dataset"], q["qid"])],
-                             **_agent_columns(a), "seed": s, "reader": reader_of(q),
+                             **_agent_columns(a), "seed": s, "reading": reading_of(q),
                              "request": solver_request(ask, q, a.temperature, s, max_tokens)})
         golds = golds_of(qs)
         for r in sample_rows(backend, jobs):
-            rows.append(r | {"correct": gold_correct(r["answer"], golds[(r["dataset"], r["qid"])])})
+            gold = golds[(r["dataset"], r["qid"])]
+            rows.append(r | {"answer_type": gold.answer_type, "correct": gold_correct(r["answer"], gold)})
         stats.append(f"weights {'base' if w_seed is None else members[0].name.split('-')[-1]}: {len(jobs)} calls, "
                      f"{backend.stats()}")
     write_table("society_pool", rows, pool, provenance)
@@ -72,17 +74,18 @@ def society_pool(questions: list[str], pool: str, model: dict, cache_dir: str, p
              len(qs) - n_sel, "; ".join(stats))
 
 
-def _matrix(pool: pl.DataFrame, split: str, agents: list[int]) -> tuple[list[list[str]], list[list[str]], list]:
-    """(keys, correct, tokens)[a][q] over one split's questions (sorted). The pool holds no answer
-    type, so answers are compared by their stored keys (``answer_norm``: the question's reader's
-    key) and correctness is the pool's own ``correct`` (the answer type's rule)."""
+def _matrix(pool: pl.DataFrame, split: str, agents: list[int]) -> tuple[list[list[str]], list[list[str]], list, list]:
+    """(keys, correct, tokens)[a][q] over one split's questions (sorted), and each question's
+    answer type: answers are their stored keys (``answer_norm``, canonical in their type),
+    correctness the pool's own ``correct`` (the answer type's rule)."""
     sub = pool.filter(pl.col("split") == split).sort("dataset", "qid", "agent")
     keys = sorted({(r["dataset"], r["qid"]) for r in sub.select("dataset", "qid").to_dicts()})
     cell = {(r["agent"], r["dataset"], r["qid"]): r for r in sub.to_dicts()}
     answers = [[cell[(a, *k)]["answer_norm"] or "" for k in keys] for a in agents]
     correct = [[1.0 if cell[(a, *k)]["correct"] else 0.0 for k in keys] for a in agents]
     tokens = [[cell[(a, *k)]["completion_tokens"] for k in keys] for a in agents]
-    return answers, correct, tokens
+    kinds = [cell[(agents[0], *k)]["answer_type"] for k in keys] if agents else []
+    return answers, correct, tokens, kinds
 
 
 def select_societies(pool: pl.DataFrame, k: int, sc_min_support: float, default_temperatures: list[float]
@@ -90,8 +93,8 @@ def select_societies(pool: pl.DataFrame, k: int, sc_min_support: float, default_
     """(members rows, evaluation rows) of every selector."""
     agents = sorted(set(pool["agent"].to_list()))
     info = {r["agent"]: r for r in pool.unique("agent", keep="first").to_dicts()}
-    answers, correct, _ = _matrix(pool, "selection", agents)
-    support = so.support_scores(answers)
+    answers, correct, _, kinds = _matrix(pool, "selection", agents)
+    support = so.support_scores(answers, kinds)
     n_sel = len(answers[0]) if answers else 0
     picks: dict[str, list[tuple[int, int | None]]] = {
         "ac_greedy": so.greedy(correct, k),
@@ -111,13 +114,13 @@ def select_societies(pool: pl.DataFrame, k: int, sc_min_support: float, default_
                 "marginal": marginal, "selection_accuracy": 100 * sum(correct[i]) / max(n_sel, 1),
                 "selection_support": sum(support[i]) / max(n_sel, 1)})
         for split in ("selection", "evaluation"):
-            ans, cor, tok = _matrix(pool, split, agents)
-            ev = so.society_scores(ans, cor, rows_idx)
+            ans, cor, tok, kinds = _matrix(pool, split, agents)
+            ev = so.society_scores(ans, cor, rows_idx, kinds)
             n = ev["n"]
             evaluation.append({"selector": selector, "split": split, "size": len(rows_idx), "n": n, "hit": ev["hit"],
                                "vote": ev["vote"], "member_acc": ev["member_acc"],
                                "ac_coverage": so.coverage(cor, rows_idx) if rows_idx else 0,
-                               "sc_coverage": so.coverage(so.support_scores(ans), rows_idx, sc_min_support)
+                               "sc_coverage": so.coverage(so.support_scores(ans, kinds), rows_idx, sc_min_support)
                                if rows_idx and ans else 0,
                                "calls_per_q": float(len(rows_idx)),
                                "completion_tokens_per_q": sum(sum(tok[i]) for i in rows_idx) / n if n else None})

@@ -4,7 +4,7 @@ the unit that asked for them."""
 from __future__ import annotations
 
 from .. import layout
-from ..answer_types import Gold, golds_of
+from ..answers import Gold, golds_of
 from ..schemas import read_table
 
 
@@ -58,5 +58,5 @@ def by_method(stage: str, methods: list[str], counts: list[int], paths: list[str
 
 def read_golds(questions: list[str]) -> dict[tuple[str, str], Gold]:
     """{(dataset, qid): Gold} of every question of these ``questions`` tables: the answer, its
-    aliases, and how answers are compared with them (``answer_types.gold_correct``)."""
+    aliases, and how answers are compared with them (``answers.gold_correct``)."""
     return golds_of(r for p in questions for r in read_table("questions", p).to_dicts())

@@ -11,8 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ...answers import all_agree, majority_vote, normalize_answer
-from ...solver import Reader, read_answer
+from ...answers import Reading
 from ...model_json import load_model_json
 
 #: Structured-output constraints of the judge and the moderator.
@@ -58,34 +57,35 @@ def _load_object(text: str, keys: set[str]) -> tuple[dict | None, str]:
     return obj, ""
 
 
-def _short(answer: str, reader: Reader | bool) -> str:
-    """The judge's answer read like every agent's answer (``solver.read_answer``); ``reader``
-    may be a yes/no flag for a span question."""
-    if isinstance(reader, bool):
-        reader = ("span", reader, ())
-    return read_answer(answer, reader)[0]
+def _read(answer: str, reading: Reading) -> str:
+    """A verdict's ``answer`` field read like an agent's answer line (the field is the answer: an
+    option's text names its letter, "The answer is B" is B)."""
+    if not answer.strip(" \t\r\n*_`\"'.:"):  # blank: the marker's own word is no answer
+        return ""
+    return reading.extract(f"Answer: {answer}")[0]
 
 
-def parse_judge(text: str, reader: Reader | bool = False) -> Verdict:
-    """``{"decided": bool, "answer": str}``; a decision without a usable answer is not one."""
+def parse_judge(text: str, reading: Reading) -> Verdict:
+    """``{"decided": bool, "answer": str}``; a decision without a usable answer is not one. The
+    answer is read like every agent's reply to the question (``reading``)."""
     obj, error = _load_object(text, {"decided", "answer"})
     if error:
         return Verdict(False, "", error)
     if not isinstance(obj["decided"], bool):
         return Verdict(False, "", "'decided' must be true or false")
-    answer = _short(obj["answer"], reader)
-    if obj["decided"] and not normalize_answer(answer):
+    answer = _read(obj["answer"], reading)
+    if obj["decided"] and reading.empty(answer):
         return Verdict(False, "", "decided without an answer")
     return Verdict(obj["decided"], answer if obj["decided"] else "")
 
 
-def parse_moderator(text: str, reader: Reader | bool = False) -> Verdict:
-    """``{"answer": str}`` with a non-empty answer."""
+def parse_moderator(text: str, reading: Reading) -> Verdict:
+    """``{"answer": str}`` with an answer the question's type reads (``reading``)."""
     obj, error = _load_object(text, {"answer"})
     if error:
         return Verdict(False, "", error)
-    answer = _short(obj["answer"], reader)
-    if not normalize_answer(answer):
+    answer = _read(obj["answer"], reading)
+    if reading.empty(answer):
         return Verdict(False, "", "empty answer")
     return Verdict(True, answer)
 
@@ -95,24 +95,25 @@ def parse_moderator(text: str, reader: Reader | bool = False) -> Verdict:
 Stopped = tuple[str, str]  # (stop reason, prediction)
 
 
-def _never(answers: Sequence[str], verdict: Verdict | None) -> Stopped | None:
+def _never(answers: Sequence[str], verdict: Verdict | None, reading: Reading) -> Stopped | None:
     return None
 
 
-def _consensus(answers: Sequence[str], verdict: Verdict | None) -> Stopped | None:
-    return ("consensus", majority_vote(answers)[0]) if all_agree(answers) else None
+def _consensus(answers: Sequence[str], verdict: Verdict | None, reading: Reading) -> Stopped | None:
+    return ("consensus", reading.vote(answers)[0]) if reading.agree(answers) else None
 
 
-def _judge(answers: Sequence[str], verdict: Verdict | None) -> Stopped | None:
+def _judge(answers: Sequence[str], verdict: Verdict | None, reading: Reading) -> Stopped | None:
     return ("judge", verdict.answer) if verdict is not None and verdict.decided else None
 
 
-STOP_RULES: dict[str, Callable[[Sequence[str], Verdict | None], Stopped | None]] = {
+#: stop rule name -> (the agents' answers, the round's verdict, the question's reading) -> stop or None
+STOP_RULES: dict[str, Callable[[Sequence[str], Verdict | None, Reading], Stopped | None]] = {
     "rounds": _never, "consensus": _consensus, "judge": _judge,
 }
 
 
-def vote(answers: Sequence[str]) -> Stopped:
-    """Normalized majority over the agents' answers in agent order (tie: lowest index)."""
-    answer, info = majority_vote(answers)
+def vote(answers: Sequence[str], reading: Reading) -> Stopped:
+    """The typed majority over the agents' answers in agent order (tie: lowest index)."""
+    answer, info = reading.vote(answers)
     return ("vote_tie" if info["tie"] else "vote"), answer

@@ -40,7 +40,8 @@ from ...prompts import Prompt
 from ...societies import PoolAgent, member_prompt
 from ...disagreement_labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
                                     parse_self_report, self_report_request)
-from ...solver import Reader, answer_key, derive_seed, read_answer, reader_of
+from ...answers import Reading, reading_of
+from ...solver import derive_seed
 from ...tones import with_tone
 from . import views
 from .decisions import JUDGE_SCHEMA, MODERATOR_SCHEMA, STOP_RULES, Verdict, parse_judge, parse_moderator, vote
@@ -150,6 +151,7 @@ class _Round:
     calls: int = 0
     fields: dict[str, dict[str, str]] = field(default_factory=dict)  # question_fields per qid, built once
     _voiced: dict[int, dict[str, Prompt]] = field(default_factory=dict)
+    _readings: dict[str, Reading] = field(default_factory=dict)
 
     @property
     def agents(self) -> range:
@@ -161,8 +163,11 @@ class _Round:
             self.fields[qid] = views.question_fields(self.questions[qid])
         return self.fields[qid]
 
-    def reader(self, qid: str):
-        return reader_of(self.questions[qid])
+    def reading(self, qid: str) -> Reading:
+        """How the question's replies are read and compared (its answer type)."""
+        if qid not in self._readings:
+            self._readings[qid] = reading_of(self.questions[qid])
+        return self._readings[qid]
 
     def seed_of(self, qid: str, *parts) -> int:
         return derive_seed(self.seed, qid, *parts)
@@ -208,10 +213,10 @@ class _Round:
                         "parse_error": c.verdict.error if c.verdict else "", **call_columns(completion)})
 
     def answer_row(self, c: CallSequence, completion: Completion) -> dict:
-        answer, how = read_answer(completion.text, self.reader(c.qid))
+        answer, how = self.reading(c.qid).extract(completion.text)
         return {"qid": c.qid, "stage": self.method, "round": self.t, "agent": c.agent,
                 "temperature": float(c.temperature), "seed": c.seeds[-1], "response": completion.text,
-                "answer": answer, "answer_norm": answer_key(answer, self.reader(c.qid)), "answer_method": how,
+                "answer": answer, "answer_norm": self.reading(c.qid).key(answer), "answer_method": how,
                 **call_columns(completion)}
 
     def add_answer(self, row: dict) -> None:
@@ -322,14 +327,15 @@ def _chair(rnd: _Round, qids: list[str], max_tokens: int, state: dict) -> None:
                                {a: r["response"] for a, r in rnd.current[qid].items()}, rnd.protocol.label)})
               for qid in qids]
     for chain in rnd.run(chains):
-        answer = read_answer(chain.text, rnd.reader(chain.qid))[0]
-        found = bool(answer_key(answer, rnd.reader(chain.qid)))
+        reading = rnd.reading(chain.qid)
+        answer = reading.extract(chain.text)[0]
+        found = not reading.empty(answer)
         chain.verdict = Verdict(found, answer if found else "", "" if found else "no answer in the reply")
         if found:
-            state[chain.qid] = _stopped(chain.qid, rnd.t, "chair", answer, rnd.reader(chain.qid))
+            state[chain.qid] = _stopped(chain.qid, rnd.t, "chair", answer, reading)
         else:
-            _, answer = vote([rnd.current[chain.qid][a]["answer"] for a in rnd.agents])
-            state[chain.qid] = _stopped(chain.qid, rnd.t, "chair_fallback", answer, rnd.reader(chain.qid))
+            _, answer = vote([rnd.current[chain.qid][a]["answer"] for a in rnd.agents], reading)
+            state[chain.qid] = _stopped(chain.qid, rnd.t, "chair_fallback", answer, reading)
     rnd.record(chains)
 
 
@@ -337,7 +343,7 @@ def _judge(stage: Judge, rnd: _Round) -> None:
     chains = rnd.run(_verdict_chains(rnd, rnd.active, "judge", stage.role, JUDGE_SCHEMA,
                                               rnd.aux_max_tokens["judge"]))
     for chain in chains:
-        chain.verdict = rnd.verdicts[chain.qid] = parse_judge(chain.text, rnd.reader(chain.qid))
+        chain.verdict = rnd.verdicts[chain.qid] = parse_judge(chain.text, rnd.reading(chain.qid))
     rnd.record(chains)
 
 
@@ -374,9 +380,9 @@ STAGES = {Solve: _solve, Reason: _reason, Advise: _advise, Revise: _revise, Turn
 
 # --------------------------------------------------------------------------------- a round
 
-def _stopped(qid: str, t: int, reason: str, answer: str, reader: Reader) -> dict:
+def _stopped(qid: str, t: int, reason: str, answer: str, reading: Reading) -> dict:
     return {"qid": qid, "round": t, "active": False, "stop_reason": reason, "stop_round": t,
-            "prediction": answer, "prediction_norm": answer_key(answer, reader)}
+            "prediction": answer, "prediction_norm": reading.key(answer)}
 
 
 def _open(qid: str, t: int) -> dict:
@@ -438,14 +444,14 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
     state = dict(carried)
     undecided = []
     for qid in active:
-        answers = [rnd.current[qid][a]["answer"] for a in rnd.agents]
-        stopped = STOP_RULES[protocol.stop](answers, rnd.verdicts.get(qid))
+        answers, reading = [rnd.current[qid][a]["answer"] for a in rnd.agents], rnd.reading(qid)
+        stopped = STOP_RULES[protocol.stop](answers, rnd.verdicts.get(qid), reading)
         if stopped:
-            state[qid] = _stopped(qid, t, *stopped, rnd.reader(qid))
+            state[qid] = _stopped(qid, t, *stopped, reading)
         elif not last:
             state[qid] = _open(qid, t)
         elif protocol.final == "vote":
-            state[qid] = _stopped(qid, t, *vote(answers), rnd.reader(qid))
+            state[qid] = _stopped(qid, t, *vote(answers, reading), reading)
         else:
             undecided.append(qid)
     if undecided and protocol.final == "chair":
@@ -454,12 +460,13 @@ def run_round(protocol: Protocol, method: str, t: int, last: bool, questions: Se
         chains = rnd.run(_verdict_chains(rnd, undecided, "moderator", MODERATOR_ROLE, MODERATOR_SCHEMA,
                                                   aux_max_tokens["moderator"]))
         for chain in chains:
-            chain.verdict = parse_moderator(chain.text, rnd.reader(chain.qid))
+            reading = rnd.reading(chain.qid)
+            chain.verdict = parse_moderator(chain.text, reading)
             if chain.verdict.error:
-                _, answer = vote([rnd.current[chain.qid][a]["answer"] for a in rnd.agents])
-                state[chain.qid] = _stopped(chain.qid, t, "moderator_fallback", answer, rnd.reader(chain.qid))
+                _, answer = vote([rnd.current[chain.qid][a]["answer"] for a in rnd.agents], reading)
+                state[chain.qid] = _stopped(chain.qid, t, "moderator_fallback", answer, reading)
             else:
-                state[chain.qid] = _stopped(chain.qid, t, "moderator", chain.verdict.answer, rnd.reader(chain.qid))
+                state[chain.qid] = _stopped(chain.qid, t, "moderator", chain.verdict.answer, reading)
         rnd.record(chains)
     missing = set(qs) - set(state)
     if missing:

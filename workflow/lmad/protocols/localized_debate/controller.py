@@ -3,7 +3,7 @@
 The state of a question entering iteration ℓ is (active, committed state P). After the
 iteration's generation the controller decides, in this order:
 
-``agreement``       all normalized answers agree (``answers.all_agree``) → stop with
+``agreement``       all answers agree by the question's answer type (``Reading.agree``) → stop with
                     that answer. Checked before node extraction: the answers come from
                     the solver samples, never from the extractor, so extracting the
                     chains of an agreeing iteration would cost K calls and decide nothing.
@@ -12,7 +12,7 @@ iteration's generation the controller decides, in this order:
                     → stop with the majority vote. Kept apart from ``guard_rejected`` (a
                     cut-off reply is not a rejected repair; Table 2's subset excludes it).
 ``guard_rejected``  the commit guard rejects the proposed repair → stop with the
-                    normalized majority vote over the current answers (tie: lowest agent).
+                    typed majority vote over the current answers (tie: lowest agent).
 admitted            P ← P ‖ Ẑ and the question enters iteration ℓ + 1 — unless ℓ is the
                     last iteration (L - 1):
 ``budget``          the iteration budget is exhausted → stop with the majority vote over
@@ -27,8 +27,7 @@ Questions that stopped earlier pass through every later iteration untouched.
 """
 from __future__ import annotations
 
-from ...answers import all_agree, majority_vote
-from ...solver import SPAN_READER, Reader, answer_key
+from ...answers import Reading
 from .commit_guard import GuardResult
 
 AGREEMENT, GUARD_REJECTED, BUDGET = "agreement", "guard_rejected", "budget"
@@ -41,9 +40,9 @@ def skips_auxiliary(iteration: int, iterations: int, guard_last_iteration: bool)
     return not guard_last_iteration and iteration >= iterations - 1
 
 
-def needs_repair(answers: list[str]) -> bool:
+def needs_repair(answers: list[str], reading: Reading) -> bool:
     """Whether an active question goes on to extraction, localization and debate."""
-    return not all_agree(answers)
+    return not reading.agree(answers)
 
 
 def initial_state(qids: list[str]) -> list[dict]:
@@ -52,32 +51,32 @@ def initial_state(qids: list[str]) -> list[dict]:
              "prediction": None, "prediction_norm": None} for q in qids]
 
 
-def _stop(state: dict, reason: str, iteration: int, answer: str, committed: list[str], reader: Reader) -> dict:
+def _stop(state: dict, reason: str, iteration: int, answer: str, committed: list[str], reading: Reading) -> dict:
     return state | {"active": False, "committed": committed, "stop_reason": reason, "stop_iteration": iteration,
-                    "prediction": answer, "prediction_norm": answer_key(answer, reader)}
+                    "prediction": answer, "prediction_norm": reading.key(answer)}
 
 
 def transition(state: dict, answers: list[str], guard: GuardResult | None, repair_nodes: list[str],
-               iteration: int, iterations: int, truncated: bool = False,
-               skipped: bool = False, reader: Reader = SPAN_READER) -> tuple[dict, str | None]:
+               iteration: int, iterations: int, reading: Reading, truncated: bool = False,
+               skipped: bool = False) -> tuple[dict, str | None]:
     """The state after iteration ``iteration`` of an active question, and its stop reason
     (None when it continues). ``answers`` are in agent order; ``guard`` is None exactly
     when the answers agree (no repair reached the gate) or the iteration ``skipped`` its
-    auxiliary stages; ``truncated``: the resolver's reply was cut off; ``reader``: how the
-    question's replies are read (``solver.reader_of``), which keys the prediction."""
-    vote, _ = majority_vote(answers)
-    if not needs_repair(answers):
-        return _stop(state, AGREEMENT, iteration, vote, state["committed"], reader), AGREEMENT
+    auxiliary stages; ``truncated``: the resolver's reply was cut off; ``reading``: how the
+    question's answers are read and compared (``answers.reading_of``): agreement, vote, key."""
+    vote, _ = reading.vote(answers)
+    if not needs_repair(answers, reading):
+        return _stop(state, AGREEMENT, iteration, vote, state["committed"], reading), AGREEMENT
     if skipped:
-        return _stop(state, BUDGET, iteration, vote, state["committed"], reader), BUDGET
+        return _stop(state, BUDGET, iteration, vote, state["committed"], reading), BUDGET
     if truncated:
-        return _stop(state, RESOLVER_TRUNCATED, iteration, vote, state["committed"], reader), RESOLVER_TRUNCATED
+        return _stop(state, RESOLVER_TRUNCATED, iteration, vote, state["committed"], reading), RESOLVER_TRUNCATED
     if guard is None:
         raise ValueError(f"question {state['qid']}: answers disagree at iteration {iteration} but no repair "
                          "reached the commit guard")
     if not guard.admitted:
-        return _stop(state, GUARD_REJECTED, iteration, vote, state["committed"], reader), GUARD_REJECTED
+        return _stop(state, GUARD_REJECTED, iteration, vote, state["committed"], reading), GUARD_REJECTED
     committed = [*state["committed"], *repair_nodes]
     if iteration >= iterations - 1:
-        return _stop(state, BUDGET, iteration, vote, committed, reader), BUDGET
+        return _stop(state, BUDGET, iteration, vote, committed, reading), BUDGET
     return state | {"committed": committed}, None

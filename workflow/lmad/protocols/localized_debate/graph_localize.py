@@ -4,8 +4,9 @@ Deterministic, no model call: the premises carry the structure the chain localiz
 for. Per question, with each agent's claims, premises (``premises.build_graph``) and sources:
 
 1. Alignment. Two claims of different agents agree when their normalized texts are equal,
-   or when they state the same numbers and their content words (HotpotQA normalization,
-   stopwords dropped) overlap with Jaccard ≥ ``align_jaccard``. A claim is *agreed* when
+   or when they state the same numbers and their content words (HotpotQA normalization with
+   signs, decimal points and fraction bars kept: ``answers.text.claim_key``; stopwords
+   dropped) overlap with Jaccard ≥ ``align_jaccard``. A claim is *agreed* when
    every other agent has a claim that agrees with it. Textual, so a paraphrase of a shared
    fact counts as unshared; a changed number or name never counts as agreement.
 2. Candidates. An agent's *relevant* claims are the premise closure of its last claim (the
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...answers import normalize_hotpot
+from ...answers.text import claim_key
 from .commit_guard import STOPWORDS
 from .localize import GENERIC_CONFLICT
 from .premises import closure, depths
@@ -40,7 +41,7 @@ NO_COUNTERPART, NO_CONFLICT = "no counterpart", "no conflicting claim"
 
 
 def claim_words(text: str) -> list[str]:
-    return [w for w in normalize_hotpot(text).split() if w not in STOPWORDS]
+    return [w for w in claim_key(text).split() if w not in STOPWORDS]
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -53,7 +54,7 @@ def _numbers(words) -> set[str]:
 
 def agree(a: str, b: str, align_jaccard: float) -> bool:
     """Whether two claims state the same thing (see the module docstring, 1)."""
-    if normalize_hotpot(a) == normalize_hotpot(b):
+    if claim_key(a) == claim_key(b):
         return True
     wa, wb = set(claim_words(a)), set(claim_words(b))
     return bool(wa and wb) and _numbers(wa) == _numbers(wb) and _jaccard(wa, wb) >= align_jaccard

@@ -33,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from ...answers import normalize_hotpot
+from ...answers.text import claim_key
 from ...backends import ChatRequest
 from ...model_json import load_model_json
 from ...prompts import Prompt
@@ -82,7 +82,7 @@ def quality_flags(items: list, max_nodes: int, max_words: int) -> tuple[list[str
         else:
             text = json.dumps(item, ensure_ascii=False)
             f.append("malformed")
-        key = normalize_hotpot(text)
+        key = claim_key(text)
         if not key:
             f.append("empty")
         elif key in seen:

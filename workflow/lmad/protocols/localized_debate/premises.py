@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ...answers import normalize_hotpot
+from ...answers.text import claim_key
 from ...backends import ChatRequest
 from ...prompts import Prompt
 from .nodes import CHARS_PER_WORD, DROPPED, ClaimChain, build_chain, parse_claims
@@ -206,7 +206,7 @@ def _remap(items: list[dict], flags: list[list[str]], raw: list[str], n_passages
         stands_for = set().union(*(alias.get(p, set()) for p in backward)) if backward else set()
         if DROPPED.intersection(f):
             if "repeated" in f:
-                stands_for = first.get(normalize_hotpot(raw[t - 1]), stands_for)
+                stands_for = first.get(claim_key(raw[t - 1]), stands_for)
             alias[t] = stands_for
             continue
         k = len(premises) + 1
@@ -217,7 +217,7 @@ def _remap(items: list[dict], flags: list[list[str]], raw: list[str], n_passages
             source = 0
         sources.append(source)
         alias[t] = {k}
-        first.setdefault(normalize_hotpot(raw[t - 1]), {k})
+        first.setdefault(claim_key(raw[t - 1]), {k})
     return premises, sources, notes
 
 
