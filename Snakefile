@@ -42,9 +42,13 @@ rule all:
     default_target: True
 
 
+refuse_report_before_run()
+
+
 onstart:
     start_warm_worker()
     serve_on_cluster()
+    check_slurm_placement()
 
 
 onsuccess:

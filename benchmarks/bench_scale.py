@@ -3,7 +3,7 @@ instant test-double backend (``backend: scripted``), so everything measured is o
 stage code, Parquet and the call store — no model time.
 
     PYTHONPATH=workflow python benchmarks/bench_scale.py --n 10 150 500 [--lmad-iterations 10]
-        [--judge-edit] [--json out.json]
+        [--judge-edit] [--data DIR] [--json out.json]
 
 For each N it builds a fresh working directory, runs ``snakemake --cores 2`` (the default
 target: predictions, judging, analysis, paper tables, figures, viewer, manifest) and prints
@@ -15,12 +15,13 @@ between the smallest and largest N and the fixed cost per job it implies are pri
 ``--judge-edit`` then edits the judge prompt and reruns: jobs and wall of what a
 judge-prompt edit costs (docs/backends.md "Call cache").
 
-**Data.** The demo files hold one question per benchmark, and the real samples in
-``../shared/data/mhqa/`` only 82-150 per benchmark. Each dataset's N questions are
-synthesized by cycling through its real samples; repeat r >= 1 of a sample gets a new id
-(``<id>~r<r>``) and is otherwise identical. The test double answers from a hash of the
-prompt and seed, and the seeds depend on the question id, so repeats are distinct calls
-(they are not served from the cache).
+**Data.** ``--data DIR`` holds each benchmark's rows in its original schema
+(``DIR/<dataset>.jsonl``): by default the shipped demo files; the figures in docs/benchmarks.md
+used the real dev samples (82-150 per benchmark, not shipped: their licences). Each dataset's N
+questions are synthesized by cycling through its rows; repeat r >= 1 of a row gets a new id
+(``<id>~r<r>``) and is otherwise identical. The test double answers from a hash of the prompt
+and seed, and the seeds depend on the question id, so repeats are distinct calls (they are not
+served from the cache).
 """
 from __future__ import annotations
 
@@ -42,14 +43,13 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data" / "mhqa"
 DATASETS = ["hotpotqa", "2wikimultihopqa", "musique", "strategyqa"]
 ID_FIELD = {"hotpotqa": "_id", "2wikimultihopqa": "_id", "musique": "id", "strategyqa": "qid"}
 
 
-def synthesize(dataset: str, n: int, out: Path) -> None:
-    """``n`` questions of ``dataset``: its real samples in file order, repeated with new ids."""
-    rows = [json.loads(line) for line in (SHARED / f"{dataset}.jsonl").read_text().splitlines() if line.strip()]
+def synthesize(data: Path, dataset: str, n: int, out: Path) -> None:
+    """``n`` questions of ``dataset``: the rows of ``data``'s file in file order, repeated with new ids."""
+    rows = [json.loads(line) for line in (data / f"{dataset}.jsonl").read_text().splitlines() if line.strip()]
     field = ID_FIELD[dataset]
     with out.open("w") as f:
         for i, row in zip(range(n), itertools.cycle(rows)):
@@ -60,7 +60,7 @@ def synthesize(dataset: str, n: int, out: Path) -> None:
 
 
 def make_workdir(work: Path, n: int, lmad_iterations: int, debate_rounds: int, bootstrap: int,
-                 all_methods: bool = False) -> None:
+                 all_methods: bool = False, data: Path = REPO / "data" / "demo") -> None:
     sys.path.insert(0, str(REPO / "workflow"))
     from lmad.registry import METHODS
 
@@ -72,7 +72,7 @@ def make_workdir(work: Path, n: int, lmad_iterations: int, debate_rounds: int, b
     (work / "data").mkdir(parents=True)
     shutil.copytree(REPO / "config" / "prompts", work / "prompts")
     for d in DATASETS:
-        synthesize(d, n, work / "data" / f"{d}.jsonl")
+        synthesize(data, d, n, work / "data" / f"{d}.jsonl")
     config = {
         "seed": 0,
         "cache_dir": "cache/calls",
@@ -117,7 +117,7 @@ def calls_of(work: Path) -> int:
 
 def measure(root: Path, n: int, args) -> dict:
     work = root / f"n{n}"
-    make_workdir(work, n, args.lmad_iterations, args.debate_rounds, args.bootstrap, args.all_methods)
+    make_workdir(work, n, args.lmad_iterations, args.debate_rounds, args.bootstrap, args.all_methods, args.data)
     run = snakemake(work, args.cores, args.snakemake_args)
     calls = calls_of(work)
     out = {"n_per_dataset": n, "lmad_iterations": args.lmad_iterations, "debate_rounds": args.debate_rounds,
@@ -157,6 +157,8 @@ def main() -> None:
                     help="passed to the measured run, e.g. --snakemake-args=--scheduler=greedy")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--judge-edit", action="store_true", help="also time a rerun after a judge-prompt edit")
+    ap.add_argument("--data", type=Path, default=REPO / "data" / "demo",
+                    help="folder of <dataset>.jsonl in the benchmarks' original schemas (default: the demo files)")
     ap.add_argument("--keep", help="keep the working directories under this folder")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()

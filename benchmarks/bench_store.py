@@ -1,7 +1,7 @@
 """The call store's cost per call (write, lookup) and file count, against the previous
 one-JSON-file-per-call store, at 200,000 calls (docs/backends.md "Call cache").
 
-    python benchmarks/bench_store.py [--calls 200000] [--dir /tmp/bench-store]
+    python benchmarks/bench_store.py [--calls 200000] [--dir <scratch folder>]
 
 Writes happen as in a stage: one store per job (``--jobs`` writers, each its own segment for
 the new store). Lookups are a fresh reader (a new job) asking for every call, index build

@@ -1,7 +1,7 @@
 """Graph LMAD against chain LMAD on a finished run (issue 30): no model call, saved tables only.
 
     PYTHONPATH=workflow python benchmarks/lmad_dag_compare.py --configfile config/lmad-dag-compare.yaml
-    PYTHONPATH=workflow python benchmarks/lmad_dag_compare.py --directory /tmp/demo   # the demo's run
+    PYTHONPATH=workflow python benchmarks/lmad_dag_compare.py --directory <run>   # the demo's run folder
 
 For every backbone and dataset of the config, and each question type (the questions table's
 ``qtype``: HotpotQA bridge / comparison, 2WikiMultiHopQA's four types, MuSiQue's hop count,

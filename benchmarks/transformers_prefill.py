@@ -1,15 +1,16 @@
 """The embedded backend on multi-hop-shaped batches, with and without shared-prefix prefill.
 
-    PYTHONPATH=workflow python benchmarks/transformers_prefill.py [--questions 6] [--dataset hotpotqa]
+    PYTHONPATH=workflow python benchmarks/transformers_prefill.py [--questions 6] [--dataset hotpotqa] [--data DIR]
 
-Builds two stage batches from real dev questions of ``../shared/data/mhqa/`` through the
-pipeline's own request builders: the proposals (one solver prompt per question at the three
-agent temperatures) and a local debate (the debater prompt of each of three agents, with a
-segment and positions of their own). Runs each batch twice on SmolLM2-135M-Instruct (fp32, the
-model's local conversion under ``resources/models/``, made by rule ``convert_model``): once with
-prefixes shared, once with every row prefilled whole. Prints wall time, prompt and generated
-tokens, the prefill token slots filled against one padded pass, and whether every reply is the
-same both ways.
+Builds two stage batches from the questions of ``DIR/<dataset>.jsonl`` in the benchmark's
+original schema (by default the shipped demo files; the figures in docs/benchmarks.md used the
+real dev samples, which are not shipped) through the pipeline's own request builders: the
+proposals (one solver prompt per question at the three agent temperatures) and a local debate
+(the debater prompt of each of three agents, with a segment and positions of their own). Runs
+each batch twice on SmolLM2-135M-Instruct (fp32, the model's local conversion under
+``resources/models/``, made by rule ``convert_model``): once with prefixes shared, once with
+every row prefilled whole. Prints wall time, prompt and generated tokens, the prefill token slots
+filled against one padded pass, and whether every reply is the same both ways.
 """
 from __future__ import annotations
 
@@ -57,12 +58,12 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="hotpotqa")
     ap.add_argument("--questions", type=int, default=6)
+    ap.add_argument("--data", type=Path, default=REPO / "data" / "demo", help="folder of <dataset>.jsonl")
     ap.add_argument("--model", default=str(REPO / "resources/models/smollm2-135m"))
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--modes", nargs="+", choices=["shared", "whole"], default=["shared", "whole"])
     args = ap.parse_args(argv)
-    spec = {"name": args.dataset, "source": "jsonl", "path": str(REPO.parent / "shared/data/mhqa" / f"{args.dataset}.jsonl"),
-            "n": args.questions}
+    spec = {"name": args.dataset, "source": "jsonl", "path": str(args.data / f"{args.dataset}.jsonl"), "n": args.questions}
     questions = load_dataset_spec(spec, REPO)
     backend = TransformersBackend("smollm2-135m", args.model, batch_size=args.batch_size, threads=2)
     print(f"{args.dataset}, {len(questions)} questions x 3 agents, batch_size {args.batch_size}")

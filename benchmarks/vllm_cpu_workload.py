@@ -73,7 +73,8 @@ def timed(backend, reqs):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="/tmp/smol")
+    ap.add_argument("--model", default=str(Path(__file__).resolve().parents[1] / "resources/models/smollm2-135m"),
+                    help="a model folder or hub id (default: the demo model's conversion, rule convert_model)")
     ap.add_argument("--prompts", type=int, default=16)
     ap.add_argument("--agents", type=int, default=3)
     ap.add_argument("--prompt-words", type=int, default=160,

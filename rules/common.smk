@@ -1,12 +1,27 @@
+import json
 import os
 import re
+import sys
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+# This checkout's library, whatever `pip install -e` put on the path: the parse below, every
+# job's script and the warm worker (both inherit PYTHONPATH) and code_hash read the same files.
+LIBRARY = os.path.join(workflow.basedir, "workflow")
+sys.path.insert(0, LIBRARY)
+os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [LIBRARY, os.environ.get("PYTHONPATH")])))
+
+import lmad
+
+# a process that imported another lmad before the parse (Snakemake's Python API) would keep it
+if os.path.realpath(os.path.dirname(lmad.__file__)) != os.path.realpath(os.path.join(LIBRARY, "lmad")):
+    raise WorkflowError(f"lmad was imported from {os.path.dirname(lmad.__file__)}, not from this checkout's {LIBRARY}")
+
 from lmad import layout
 from lmad.config_checks import check_config, check_method_names, schema_error, serve_by_default
 from lmad.data.loaders import resolve_path
+from lmad.job_resources import SERVER_DEFAULTS_ENV, profile_defaults
 from lmad.plan import LMAD_CHAIN_PRIORITY, Plan
 from lmad.registry import METHODS, TABLE2_METHODS, TRACE_FIGURE_METHODS
 from lmad.runlock import guard_workflow
@@ -43,9 +58,17 @@ wildcard_constraints:
     **plan.wildcard_constraints(),
 
 
+def run_path(path):
+    """``path`` as a param or input names it: relative to the working directory when inside it,
+    so a run moved or copied with its checkout has nothing to redo; absolute outside it, so
+    moving the run directory alone does not change it either."""
+    rel = os.path.relpath(path)
+    return os.path.abspath(path) if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+
+
 def dataset_source(wildcards):
     """The dataset's local files, resolved as the stage loads them (relative to the checkout)."""
-    return [str(resolve_path(f, workflow.basedir)) for f in plan.dataset_files(wildcards.dataset)]
+    return [run_path(resolve_path(f, workflow.basedir)) for f in plan.dataset_files(wildcards.dataset)]
 
 
 def paper_report(name, caption):
@@ -83,6 +106,37 @@ def stop_warm_worker():
     from lmad import worker
 
     worker.stop()
+
+
+def refuse_report_before_run():
+    """`snakemake --report` before the run has made its files: say what to run first."""
+    import sys
+
+    from lmad.report_check import missing_for_report, report_only
+
+    if report_only(sys.argv) and (missing := missing_for_report(plan.all_outputs())):
+        raise WorkflowError(missing)
+
+
+# A served model's server is sized from its model's config, then these (the profile's
+# default-resources), never from the client job that starts it: published to the clients'
+# scripts (local rules: they inherit this process's environment).
+SERVER_DEFAULTS = profile_defaults(workflow.resource_settings.default_resources)
+os.environ[SERVER_DEFAULTS_ENV] = json.dumps(SERVER_DEFAULTS)
+
+
+def check_slurm_placement():
+    """A SLURM run names the partition or account its submissions lack before its first sbatch,
+    and stops there when a served model's server cannot be placed."""
+    if not workflow.local_exec:
+        from snakemake.logging import logger
+
+        from lmad.slurm_placement import check_slurm_placement
+
+        try:
+            check_slurm_placement(workflow.dag, SERVER_DEFAULTS, logger.warning)
+        except ValueError as err:
+            raise WorkflowError(f"lmad: {err}") from None
 
 
 def serve_on_cluster():

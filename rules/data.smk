@@ -9,7 +9,7 @@ rule prepare_data:
         dataset=DATASET_NAMES,
     params:
         spec=lambda w: plan.dataset_spec(w.dataset),
-        base_dir=workflow.basedir,
+        base_dir=run_path(workflow.basedir),
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -19,7 +19,7 @@ rule debate_round:
     log:
         plan.job_log("{debate_method}", "round{debate_round}"),
     benchmark:
-        plan.job_log("{debate_method}", "round{debate_round}", "benchmarks", "tsv")
+        plan.job_log("{debate_method}", "round{debate_round}", "logs/benchmarks", "tsv")
     params:
         **plan.model_params(),
         method=lambda w: w.debate_method,

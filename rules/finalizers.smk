@@ -21,7 +21,7 @@ if FINALIZE["enabled"]:
         log:
             "logs/{backbone}/finalizers.log",
         benchmark:
-            "benchmarks/{backbone}/finalizers.tsv"
+            "logs/benchmarks/{backbone}/finalizers.tsv"
         params:
             **plan.model_params(),
             round_units=plan.finalizer_round_units(),

@@ -15,7 +15,7 @@ rule generate:
     log:
         plan.job_log("generate", "{stage}"),
     benchmark:
-        plan.job_log("generate", "{stage}", "benchmarks", "tsv")
+        plan.job_log("generate", "{stage}", "logs/benchmarks", "tsv")
     params:
         **plan.model_params(),
         stage=lambda w: w.stage,

@@ -13,7 +13,7 @@ rule judge:
     log:
         "logs/{backbone}/judge.log",
     benchmark:
-        "benchmarks/{backbone}/judge.tsv"
+        "logs/benchmarks/{backbone}/judge.tsv"
     params:
         model=plan.model_spec(config["judge"]["model"]),
         cache_dir=config["cache_dir"],

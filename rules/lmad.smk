@@ -28,7 +28,7 @@ if LMAD_METHODS:
         log:
             plan.lmad_log("generate"),
         benchmark:
-            plan.lmad_log("generate", "benchmarks", "tsv")
+            plan.lmad_log("generate", "logs/benchmarks", "tsv")
         params:
             **plan.lmad_params(),
             temperatures=lambda w: plan.agent_temperatures(w.backbone),
@@ -55,7 +55,7 @@ if LMAD_METHODS:
         log:
             plan.lmad_log("extract"),
         benchmark:
-            plan.lmad_log("extract", "benchmarks", "tsv")
+            plan.lmad_log("extract", "logs/benchmarks", "tsv")
         params:
             **plan.lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["extractor"],
@@ -84,7 +84,7 @@ if LMAD_METHODS:
         log:
             plan.lmad_log("localize"),
         benchmark:
-            plan.lmad_log("localize", "benchmarks", "tsv")
+            plan.lmad_log("localize", "logs/benchmarks", "tsv")
         params:
             **plan.lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["localizer"],
@@ -112,7 +112,7 @@ if LMAD_METHODS:
         log:
             plan.lmad_log("debate"),
         benchmark:
-            plan.lmad_log("debate", "benchmarks", "tsv")
+            plan.lmad_log("debate", "logs/benchmarks", "tsv")
         params:
             **plan.lmad_params(),
             rounds=config["lmad"]["local_rounds"],
@@ -149,7 +149,7 @@ if LMAD_METHODS:
         log:
             plan.lmad_log("resolve"),
         benchmark:
-            plan.lmad_log("resolve", "benchmarks", "tsv")
+            plan.lmad_log("resolve", "logs/benchmarks", "tsv")
         params:
             **plan.lmad_params(),
             max_tokens=config["lmad"]["max_tokens"]["resolver"],

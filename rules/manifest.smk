@@ -23,7 +23,7 @@ rule manifest:
         "logs/manifest.log",
     params:
         config=config,
-        repo=workflow.basedir,
+        repo=run_path(workflow.basedir),
         code=code_hash("lmad.stages.manifest.manifest"),
     conda:
         "../envs/pipeline.yaml"

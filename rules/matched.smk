@@ -20,7 +20,7 @@ if "sc-matched" in config["methods"]:
         log:
             plan.job_log("generate", "matched"),
         benchmark:
-            plan.job_log("generate", "matched", "benchmarks", "tsv")
+            plan.job_log("generate", "matched", "logs/benchmarks", "tsv")
         params:
             **plan.model_params(),
             target_method=config["sc_matched"]["target"],

@@ -26,7 +26,7 @@ if SOCIETIES["enabled"]:
         log:
             "logs/{backbone}/societies/pool.log",
         benchmark:
-            "benchmarks/{backbone}/societies/pool.tsv"
+            "logs/benchmarks/{backbone}/societies/pool.tsv"
         params:
             **plan.model_params(),
             temperatures=SOCIETIES["pool"]["temperatures"],

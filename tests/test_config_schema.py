@@ -59,6 +59,10 @@ BAD = [
     ("unknown call role", {**VLLM, "role_sampling": {"chair": {"top_p": 0.5}}}, "chair"),
     ("role sampling typo", {**VLLM, "role_sampling": {"judge": {"topp": 0.5}}}, "topp"),
     ("role sampling on transformers", {**SMOLLM2, "role_sampling": {"judge": {"top_p": 0.5}}}, "role_sampling"),
+    ("dtype no backend takes", {**SMOLLM2, "dtype": "float8"}, "dtype"),
+    ("auto on transformers", {**SMOLLM2, "dtype": "auto"}, "dtype"),
+    ("vllm dtype unknown", {**VLLM, "dtype": "float8"}, "dtype"),
+    ("vllm takes no float64", {**VLLM, "dtype": "float64"}, "dtype"),
 ]
 
 
@@ -76,3 +80,32 @@ def test_a_typo_fails_the_dry_run_before_any_job(tmp_path):
     proc = snakemake(tmp_path, "--dry-run", check=False)
     assert proc.returncode != 0 and "max_concurency" in proc.stdout + proc.stderr
     assert not (Path(tmp_path) / "results").exists()
+
+
+def backend_dtypes(backend: str) -> list[str]:
+    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    branch = next(b["then"] for b in schema["properties"]["models"]["additionalProperties"]["allOf"]
+                  if b["if"]["properties"]["backend"]["const"] == backend)
+    return branch["properties"]["dtype"]["enum"]
+
+
+def test_every_transformers_dtype_is_one_the_backend_loads():
+    """The transformers backend loads with getattr(torch, dtype): each allowed name is a floating dtype."""
+    import torch
+
+    from lmad.backends.identity import DEFAULT_DTYPE
+
+    for name in backend_dtypes("transformers"):
+        assert getattr(torch, name).is_floating_point, name
+    for backend, default in DEFAULT_DTYPE.items():
+        assert default in backend_dtypes(backend), backend
+
+
+def test_a_dtype_no_backend_takes_fails_the_dry_run(tmp_path):
+    """Before any job (the model conversion included), naming the key."""
+    config = make_config(tmp_path, n=1, models={"m": {**SMOLLM2, "dtype": "float8"}}, backbones=["m"])
+    write_config(tmp_path, config)
+    proc = snakemake(tmp_path, "--dry-run", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "config models.m.dtype: 'float8' is not one of" in out, out[-3000:]
+    assert "convert_model" not in out

@@ -79,12 +79,10 @@ def test_supporting_facts_outside_the_context_are_named(tmp_path, dataset, fact,
         load_jsonl(path, dataset)
 
 
-def test_the_demo_and_real_samples_still_load():
+def test_the_demo_files_still_load():
+    # the real samples: tests/test_loaders.py (skipped where they are absent)
     for dataset in ("hotpotqa", "2wikimultihopqa", "musique", "strategyqa"):
         assert load_jsonl(DEMO / f"{dataset}.jsonl", dataset)
-        shared = REPO.parent / "shared" / "data" / "mhqa" / f"{dataset}.jsonl"
-        if shared.exists():
-            assert len(load_jsonl(shared, dataset)) > 50
 
 
 def test_relative_paths_resolve_against_the_checkout(tmp_path):
@@ -108,3 +106,33 @@ def test_a_relative_path_with_directory_elsewhere_loads_the_declared_file(tmp_pa
     snakemake(tmp_path, "results/data/hotpotqa.parquet")
     qids = pl.read_parquet(tmp_path / "results/data/hotpotqa.parquet")["qid"].to_list()
     assert qids and not any(q.startswith("decoy-") for q in qids)
+
+
+def test_a_row_without_its_answer_fails_its_job_with_one_line(tmp_path):
+    """Not a traceback: one line naming file, line and field, on the job's stderr and in its log."""
+    rows = demo_rows("hotpotqa")
+    del rows[0]["answer"]
+    path = write(tmp_path / "hotpotqa.jsonl", rows)
+    config = make_config(tmp_path, n=1)
+    config["datasets"] = {"hotpotqa": {"source": "jsonl", "path": str(path), "n": 1}}
+    write_config(tmp_path, config)
+    proc = snakemake(tmp_path, "results/data/hotpotqa.parquet", check=False)
+    out = proc.stdout + proc.stderr
+    line = f"rule prepare_data: {path} line 1: field 'answer': required field is missing"
+    assert proc.returncode != 0 and out.count(line) == 1, out[-3000:]
+    assert "Traceback" not in out
+    assert line.removeprefix("rule prepare_data: ") in (tmp_path / "logs/prepare_data/hotpotqa.log").read_text()
+
+
+def test_a_data_error_ends_the_job_without_a_traceback(tmp_path, capsys):
+    """As the script's own process or the warm worker's child runs it (lmad.worker maps the exit)."""
+    from lmad.job import Job, execute
+
+    def stage(provenance):
+        raise DataError("data/x.jsonl line 3: field 'answer': required field is missing")
+
+    with pytest.raises(SystemExit) as exit:
+        execute(Job("prepare_data", str(tmp_path / "job.log"), stage, {"provenance": {}}))
+    assert exit.value.code == 1
+    assert capsys.readouterr().err == "rule prepare_data: data/x.jsonl line 3: field 'answer': required field is missing\n"
+    assert "Traceback" not in (tmp_path / "job.log").read_text()

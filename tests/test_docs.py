@@ -46,9 +46,7 @@ def citing_files() -> list[Path]:
     for root, dirs, files in os.walk(REPO):
         rel = Path(root).relative_to(REPO)
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".venv")
-                         and not d.endswith(".egg-info")
-                         # benchmarks/<backbone>/: the benchmark rules' outputs (git-ignored)
-                         and rel != Path("benchmarks"))
+                         and not d.endswith(".egg-info"))
         for name in sorted(files):
             path = Path(root) / name
             if path.suffix in CITING_SUFFIXES or name in CITING_NAMES or rel == Path(".ci"):

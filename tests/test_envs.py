@@ -1,9 +1,13 @@
 """The conda environments of ``--use-conda`` (docs/running.md "Conda environments"): each file
-parses, and the pipeline env installs binary wheels only, with the CPU build of torch."""
+parses, installs binary wheels only and exactly pyproject.toml's runtime dependencies (the vLLM env
+with the `vllm` extra), and the pipeline env takes the CPU build of torch."""
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from conftest import REPO
 
@@ -38,3 +42,19 @@ def test_every_rule_names_an_env_that_exists():
     for smk in (REPO / "rules").glob("*.smk"):
         for env in re.findall(r'conda:\s*\n?\s*"([^"]+)"', smk.read_text()):
             assert (REPO / "rules" / env).resolve().is_file() or (REPO / env).is_file(), (smk.name, env)
+
+
+def requirements(lines: list[str]) -> dict[str, str]:
+    """{canonical name: version specifier} of requirement lines (pip options left out)."""
+    reqs = [Requirement(line) for line in lines if not line.startswith("-")]
+    assert len({canonicalize_name(r.name) for r in reqs}) == len(reqs), f"a package named twice in {lines}"
+    return {canonicalize_name(r.name): str(r.specifier) for r in reqs}
+
+
+@pytest.mark.parametrize("env,extras", [("pipeline.yaml", []), ("vllm.yaml", ["vllm"])])
+def test_each_env_carries_the_projects_runtime_dependencies(env, extras):
+    """A dependency added to (or re-pinned in) pyproject.toml but not the env, or the other way round,
+    fails here: a job under --use-conda would lack it (math-verify scores MATH-500 and OlympiadBench)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *(r for extra in extras for r in project["optional-dependencies"][extra])]
+    assert requirements(pip_section(REPO / "envs" / env)) == requirements(wanted)

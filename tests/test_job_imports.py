@@ -17,7 +17,7 @@ rows = [{"qid": "q2", "dataset": "d", "method": "cot", "prediction": "Paris", "p
         {"qid": "q1", "dataset": "d", "method": "cot", "prediction": "ünï", "prediction_norm": None,
          "stop_reason": "final", "stop_round": 0, "calls": 1, "prompt_tokens": 10, "completion_tokens": 3}]
 write_table("predictions", rows, path, {"rule": "probe"})
-frame = read_table("predictions", path)
+frame = read_table("predictions", path, keys=True)   # the whole file, its key columns too
 provenance = provenance_of(path)["rule"]
 loaded = sorted(k for k in ("pandas", "pyarrow", "matplotlib") if k in sys.modules)
 import pyarrow.parquet as pq

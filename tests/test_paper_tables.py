@@ -7,7 +7,8 @@ DATASETS = ["hotpotqa", "2wikimultihopqa", "musique", "strategyqa"]
 COLUMNS = ["cot", "sc", "consensus", "mad", "dmad", "lmad"]
 BASELINES = ["cot", "sc", "consensus", "mad", "dmad"]
 
-# lmad-paper.txt, Table 1: per-dataset rows (CoT SC Cons. MAD dMAD LMAD Δ), then the Avg. row.
+# The LMAD paper ("Where Reasoning Diverges: Localized Multi-Agent Debate for Multi-Hop Question
+# Answering"), Table 1: per-dataset rows (CoT SC Cons. MAD dMAD LMAD Δ), then the Avg. row.
 PAPER_TABLE1 = {
     "Qwen2.5-7B": """59.20 62.60 62.60 63.00 55.00 67.20 +4.20
 66.40 68.80 72.80 72.40 62.60 76.00 +3.20

@@ -73,7 +73,9 @@ def test_the_replicate_at_the_config_seed_repeats_the_single_run_calls(replicate
     assert same["calls"] > 0 and same["hits"] == same["calls"]          # every call already stored
     assert other["misses"] == other["calls"]                             # new call seeds: new calls
     for rel, frame in single.items():                                    # and the same predictions
-        assert pl.read_parquet(workdir / "results" / "scripted" / "seed0" / rel).equals(frame), rel
+        replicate = pl.read_parquet(workdir / "results" / "scripted" / "seed0" / rel)
+        assert replicate["replicate"].to_list() == [0] * len(frame) and frame["replicate"].is_null().all(), rel
+        assert replicate.drop("replicate").equals(frame.drop("replicate")), rel
 
 
 def test_replicates_have_their_own_results_and_a_mean_sd_table(replicated):
@@ -101,3 +103,31 @@ def test_replicates_have_their_own_results_and_a_mean_sd_table(replicated):
     manifest = json.loads((workdir / "results" / "manifest.json").read_text())
     assert manifest["seeds"] == [0, 1] and manifest["model_loads"]["scripted"] >= 1
     assert yaml.safe_load((workdir / "config.yaml").read_text())["seeds"] == [0, 1]
+
+
+def test_one_glob_reads_every_replicate_with_its_keys(replicated, monkeypatch):
+    """docs/analysis.md "Reading a whole run": its polars block, run as written on this run's results
+    (the single run at seed 0, then replicates 0 and 1), needs no path parsing."""
+    workdir = replicated[0]
+    doc = (REPO / "docs" / "analysis.md").read_text().split("## Reading a whole run\n", 1)[1]
+    block = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(workdir)
+    names: dict = {}
+    exec(block, names)
+    keys = ["backbone", "replicate", "dataset", "method"]
+    questions = {"mmlu": 10, "hotpotqa": 1}
+    # rows per (backbone, replicate, dataset, method): the single run's (replicate null) and each replicate's
+    want = {("scripted", r, d, m, n) for d, n in questions.items() for m in METHODS for r in (None, 0, 1)}
+    for table in (names["predictions"].collect(), names["judgments"].collect()):
+        counts = table.group_by(keys).len().rows()
+        assert len(counts) == len(want) and set(counts) == want, counts
+    assert names["em"].columns == [*keys, "n", "em"] and names["em"]["n"].sum() == 3 * len(METHODS) * 11
+    # every table of the run carries the keys, and they are those of its place in the layout
+    for path in (workdir / "results").rglob("*.parquet"):
+        stored = pl.read_parquet(path)
+        assert set(keys) <= set(stored.columns), path
+        if "/judge/" in str(path) or path.parent.name == "data":
+            continue
+        run = layout.parse(path).backbone
+        assert set(stored["backbone"]) <= {layout.model_of(run)}, path
+        assert set(stored["replicate"]) <= {layout.replicate_of(run)}, path

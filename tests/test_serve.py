@@ -59,14 +59,17 @@ def test_sbatch_argv_sizes_the_server_like_a_stage_job():
     assert {"--partition=gpu", "--account=lab"} <= set(placed)
 
 
-def test_a_served_client_job_hands_its_profile_placement_to_the_server():
-    """The profile's partition and account reach the server's job through the client job's
-    resources (never its params); the model's own resources win."""
-    from lmad.smk import served_placement
+def test_a_served_models_server_takes_the_profile_defaults_where_its_config_sets_none(monkeypatch):
+    """The profile's default resources (published by the Snakefile, never a client job's own
+    resources or params) fill what the model's resources leave out; the model's own win."""
+    from lmad.job_resources import SERVER_DEFAULTS_ENV
+    from lmad.smk import served_placement, server_defaults
 
+    monkeypatch.setenv(SERVER_DEFAULTS_ENV, json.dumps({"slurm_partition": "gpu", "slurm_account": "lab", "mem_mb": 9}))
     spec = {"name": "m", "serve": True, "server_resources": {"gpu": 1}}
-    got = served_placement({"model": spec, "n": 3}, {"slurm_partition": "gpu", "slurm_account": "lab", "mem_mb": 9})
-    assert got == {"model": {**spec, "server_resources": {"gpu": 1, "slurm_partition": "gpu", "slurm_account": "lab"}}}
+    got = served_placement({"model": spec, "n": 3}, server_defaults())
+    assert got == {"model": {**spec, "server_resources": {"gpu": 1, "slurm_partition": "gpu", "slurm_account": "lab",
+                                                          "mem_mb": 9}}}
     own = {**spec, "server_resources": {"gpu": 1, "slurm_partition": "big"}}
     assert served_placement({"model": own}, {"slurm_partition": "gpu"})["model"]["server_resources"]["slurm_partition"] == "big"
     assert served_placement({"model": {"name": "m", "serve": False}}, {"slurm_partition": "gpu"}) == {}

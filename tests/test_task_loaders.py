@@ -1,6 +1,6 @@
-"""Loaders of the math, multiple-choice, truthfulness and opinion benchmarks: the real samples in
-../shared/data/tasks/ and the demo files in their original schemas, the seeded option order, the
-MMLU-Redux filter, and named errors (file, line, field) for malformed rows."""
+"""Loaders of the math, multiple-choice, truthfulness and opinion benchmarks: the real samples
+beside the checkout (skipped without them) and the demo files in their original schemas, the
+seeded option order, the MMLU-Redux filter, and named errors (file, line, field) for malformed rows."""
 import json
 import logging
 from pathlib import Path
@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO
+from conftest import REPO, UPSTREAM, needs_upstream
 from lmad.data import ANSWER_TYPE as EXPORTED_TYPES
 from lmad.data import DataError, load_dataset_spec, load_jsonl, record_from_raw
 from lmad.data.convert import ANSWER_TYPE, DATASETS
 from lmad.data.tasks import LETTERS, _shuffled
 from lmad.schemas import TABLES, read_table, write_table
 
-SHARED = REPO.parent / "shared" / "data" / "tasks"
+SHARED = UPSTREAM / "tasks"
 REAL = {"gsm8k": 30, "math500": 30, "aime": 15, "amc12": 20, "olympiadbench": 20, "mmlu": 30}
 DEMO = {"gsm8k": ("gsm8k.jsonl", 12), "mmlu": ("mmlu.jsonl", 12), "mmlu-redux": ("mmlu-redux.jsonl", 4),
         "math500": ("math500.jsonl", 5), "aime": ("aime.jsonl", 5), "amc12": ("amc12.jsonl", 5),
@@ -46,10 +46,9 @@ def test_every_demo_file_writes_as_a_questions_table(tmp_path):
         assert read_table("questions", tmp_path / f"{bench}.parquet").to_dicts() == sorted(records, key=lambda r: r["qid"])
 
 
+@needs_upstream("tasks")
 @pytest.mark.parametrize("bench,rows", REAL.items())
 def test_the_real_samples_load_in_their_original_schema(bench, rows):
-    if not SHARED.is_dir():
-        pytest.skip("../shared/data/tasks is not beside the checkout")
     records = load_jsonl(SHARED / f"{bench}.jsonl", bench)
     assert len(records) == rows and len({r["qid"] for r in records}) == rows
     assert all(r["answer"].strip() and r["answer_type"] == ANSWER_TYPE[bench] and r["context"] == [] for r in records)
@@ -199,16 +198,17 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 GOQA_HEAD = "question,selections,options,source\n"
 
 
-@pytest.mark.parametrize("selections", ["__import__('os').system('touch /tmp/pwned')", "{'A': open('x')}",
+@pytest.mark.parametrize("selections", ["__import__('os').system('touch PWNED')", "{'A': open('x')}",
                                         "defaultdict(<class 'list'>, {'A': [0.5]})",  # 1 probability, 2 options
                                         "defaultdict(<class 'list'>, __import__('os').system('x'))",
                                         "{'A': [0.5, 0.5]} or __import__('os')", "'just a string'",
                                         "{'A': [0.5, float('nan')]}", "{'A': [0.5, -0.5]}", "{'A': [0.5, 0.5]"])
 def test_globalopinionqa_selections_are_parsed_without_eval(tmp_path, selections):
+    selections = selections.replace("PWNED", str(tmp_path / "pwned"))
     path = write(tmp_path, "g.csv", GOQA_HEAD + f'"Q?","{selections}","[\'Yes\', \'No\']",s\n')
     with pytest.raises(DataError, match=r"g\.csv line 2: field 'selections'"):
         load_jsonl(path, "globalopinionqa")
-    assert not Path("/tmp/pwned").exists()
+    assert not (tmp_path / "pwned").exists()
 
 
 @pytest.mark.parametrize("options", ["__import__('os').listdir('.')", "['Yes']", "'Yes, No'", "['Yes', 'No'"])

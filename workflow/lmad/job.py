@@ -81,6 +81,11 @@ def _profiled(fn: Callable[..., None], log_file: str | None) -> Callable[..., No
     return run
 
 
+def _is_data_error(err: Exception) -> bool:
+    data = sys.modules.get("lmad.data.convert")  # a job that never imported it read no dataset
+    return data is not None and isinstance(err, data.DataError)
+
+
 def execute(job: Job, forked: bool = False) -> None:
     """A job's stage, logging to its log file, with its run statistics beside it; ``forked``:
     in a child of the warm worker (whose CPU is the child's own, imports not included)."""
@@ -91,7 +96,13 @@ def execute(job: Job, forked: bool = False) -> None:
     start = time.time()
     try:
         _profiled(stage_function(job.stage), job.log)(**job.kwargs)
-    except Exception:
+    except Exception as err:
+        if _is_data_error(err):
+            # a dataset that breaks its schema: the message names file, line and field, which a
+            # traceback would only bury; SystemExit ends the script (or the worker's child) quietly
+            logging.error("rule %s failed: %s", job.rule, err)
+            print(f"rule {job.rule}: {err}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
         logging.exception("rule %s failed", job.rule)
         raise
     finally:

@@ -5,8 +5,14 @@ Scheduling only: none of this reaches the backend, the rule params or a cache ke
 from __future__ import annotations
 
 # The scheduler settings a served model's server job takes from models.<name>.resources, else
-# from the resources of the client job that starts it (the profile's default-resources).
+# from the profile's default-resources; never from the client job that happens to start it.
 SERVER_PLACEMENT = ("slurm_partition", "slurm_account")
+SERVER_FROM_DEFAULTS = (*SERVER_PLACEMENT, "mem_mb", "runtime")
+# What a server's sbatch must name: left to sbatch, a GPU server lands on the default partition.
+# No account is allowed (a cluster without accounting takes none; lmad.slurm_placement warns).
+SERVER_REQUIRED = ("slurm_partition", "mem_mb", "runtime")
+# The profile's default-resources, as the Snakefile read them, for the served models' client jobs.
+SERVER_DEFAULTS_ENV = "LMAD_SERVER_DEFAULTS"
 # A GPU job's defaults when models.<name>.resources does not set them.
 GPU_JOB_DEFAULTS = {"mem_mb_per_gpu": 32000, "runtime": 720, "cpus_per_gpu": 8}
 
@@ -39,3 +45,41 @@ def model_sizing(models: dict, name: str, served_as_client: bool = True) -> dict
         "runtime": own.get("runtime", GPU_JOB_DEFAULTS["runtime"]),
         "cpus_per_gpu": own.get("cpus_per_gpu", GPU_JOB_DEFAULTS["cpus_per_gpu"]),
     }
+
+
+
+def profile_defaults(default_resources) -> dict:
+    """Plain values of the SERVER_FROM_DEFAULTS keys of Snakemake's default resources
+    (``workflow.resource_settings.default_resources``: None, or Resources whose strings are
+    unevaluated expressions). One that needs a job's input (e.g. ``2*input.size_mb``) is left out."""
+    out = {}
+    for key in SERVER_FROM_DEFAULTS:
+        resource = (default_resources or {}).get(key)
+        if resource is None:
+            continue
+        try:
+            if hasattr(resource, "is_evaluable") and resource.is_evaluable():
+                resource = resource.evaluate(wildcards={}, input=[], attempt=1, threads=1, rulename="server",
+                                             async_run=None)
+            value = getattr(resource, "value", resource)
+        except Exception:
+            continue
+        if value not in (None, ""):
+            out[key] = value
+    return out
+
+
+def server_sizing(sizing: dict, defaults: dict) -> dict:
+    """A served model's server job: its model's sizing (model_sizing(served_as_client=False)),
+    the profile's defaults where that sets none."""
+    return {**{k: defaults[k] for k in SERVER_FROM_DEFAULTS if defaults.get(k) not in (None, "")}, **sizing}
+
+
+def server_unplaced(name: str, sizing: dict) -> str | None:
+    """Why the server job of model ``name`` cannot be submitted as sized, or None."""
+    missing = [k for k in SERVER_REQUIRED if sizing.get(k) in (None, "")]
+    if not missing:
+        return None
+    return (f"the {name} server's SLURM job has no {', '.join(missing)}: set models.{name}.resources."
+            f"{missing[0]} in the config, or give it in the profile's default-resources "
+            f"(--default-resources {' '.join(f'{k}=<value>' for k in missing)}; docs/running.md \"Served models\")")

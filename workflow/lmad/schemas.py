@@ -4,6 +4,11 @@ Stages write through ``write_table`` (cast to the schema, sort by key, provenanc
 the file metadata, atomic rename) and read through ``read_table`` (schema checked), so
 a table that does not match its declaration fails at the stage boundary, by name.
 
+Every stored table also carries the keys that identify its rows in a run (:data:`KEYS`):
+``write_table`` sets those the table does not declare from where it is written, so one
+``pl.scan_parquet`` glob reads a table of a whole run with no path parsing (docs/analysis.md
+"Reading a whole run"). ``read_table`` returns the declared columns, as stages expect them.
+
 Schemas are polars types and the I/O is polars' own Parquet reader and writer: a job
 never imports pyarrow (0.17 s CPU of a job's ~0.4 s floor; issue 14), and the files are
 the same Arrow-typed Parquet any reader opens.
@@ -18,7 +23,7 @@ from typing import Any, Iterable
 
 import polars as pl
 
-from . import __version__
+from . import __version__, layout
 from .atomic import replacing
 
 _str, _int, _f64, _bool = pl.String, pl.Int64, pl.Float64, pl.Boolean
@@ -28,6 +33,13 @@ _strs = pl.List(_str)
 def _struct(fields: list[tuple[str, pl.DataType]]) -> pl.Struct:
     return pl.Struct(dict(fields))
 
+
+# The keys of a row in a run, in every stored table: backbone = the model (a replicate's results folder,
+# {model}/seed{s}, gives both backbone and replicate); replicate = the seed of config `seeds`, null in a run
+# without replicates (not "seed": that names a model call's own sampling seed in the call tables); dataset =
+# the configured dataset (a shard's tables name the dataset it is a shard of); method. Null where the table's
+# location names none (a judge's battery, a table written outside results/).
+KEYS = pl.Schema([("backbone", pl.String), ("replicate", pl.Int64), ("dataset", pl.String), ("method", pl.String)])
 
 # Columns every model-call row carries, for cost accounting.
 _CALL = [("prompt_tokens", _int), ("completion_tokens", _int), ("finish_reason", _str), ("cached", _bool)]
@@ -42,7 +54,7 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         # paragraph: index of the supporting paragraph in context (titles repeat in MuSiQue)
         ("supporting_facts", pl.List(_struct([("title", _str), ("sent_id", _int), ("paragraph", _int)]))),
         ("source", _str),
-        # how answers are read and scored (lmad.answer_types); choices: the options as shown, choice_order:
+        # how answers are read and scored (lmad.answers); choices: the options as shown, choice_order:
         # the source index of each shown option (a seeded shuffle; [] when shown as stored); survey: JSON
         # country -> option probabilities (opinion questions, "" otherwise)
         ("answer_type", _str), ("choices", _strs), ("choice_order", pl.List(_int)), ("survey", _str),
@@ -199,7 +211,7 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("qid", _str), ("dataset", _str), ("split", _str), ("agent", _int), ("agent_name", _str),
         ("temperature", _f64), ("persona", _str), ("variant", _str), ("perturb_seed", _int), ("perturb_scale", _f64),
         ("seed", _int), ("response", _str), ("answer", _str), ("answer_norm", _str), ("answer_method", _str),
-        ("correct", _bool), *_CALL,
+        ("answer_type", _str), ("correct", _bool), *_CALL,
     ]), ["agent", "dataset", "qid"]),
     # the agents each selector picked (rule society_select), in pick order; marginal = questions of the
     # selection split the agent newly covered (greedy selectors), selection_accuracy / _support its scores
@@ -290,6 +302,11 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
 }
 
 
+# the keys each table does not declare itself, set by write_table from where the table is written
+_LOCATED = {name: [k for k in KEYS if k not in schema] for name, (schema, _) in TABLES.items()}
+# what a file holds: the declared columns, then the located keys
+STORED = {name: pl.Schema([*schema.items(), *((k, KEYS[k]) for k in _LOCATED[name])])
+          for name, (schema, _) in TABLES.items()}
 _NESTED = {name: any(dtype.is_nested() for dtype in schema.dtypes()) for name, (schema, _) in TABLES.items()}
 # a nested value as JSON for polars to decode (NaN has no JSON: such a column takes from_dicts)
 _nested_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
@@ -373,7 +390,8 @@ def to_frame(name: str, rows: pl.DataFrame | Iterable[dict[str, Any]]) -> pl.Dat
     """``rows`` (a frame or dicts) as table ``name``: its columns, types and sort order."""
     schema, key = _table_spec(name)
     if isinstance(rows, pl.DataFrame):
-        have, want = set(rows.columns), set(schema.names())
+        # a frame read with its keys may keep them: write_table sets them from where it writes
+        have, want = set(rows.columns) - set(_LOCATED[name]), set(schema.names())
         if have != want:
             raise SchemaError(f"table {name!r}: missing columns {sorted(want - have)}, "
                               f"unexpected columns {sorted(have - want)}")
@@ -396,21 +414,59 @@ def to_frame(name: str, rows: pl.DataFrame | Iterable[dict[str, Any]]) -> pl.Dat
     return frame.sort(key, nulls_last=True, maintain_order=True)
 
 
+def keys_of(path: str | os.PathLike) -> dict[str, Any]:
+    """The key values (:data:`KEYS`) of a table written at ``path``: its coordinates in the results
+    layout (lmad.layout builds every rule's output paths from the job's wildcards; a job that writes
+    every dataset or method in one batch has no wildcard for them, its paths alone say which).
+    All None outside that layout."""
+    where = None
+    if layout.in_results(path):
+        try:
+            where = layout.parse(path)
+        except ValueError:  # results/judge/…, results/paper/…: no backbone, dataset or method
+            pass
+    run = where and where.backbone
+    return {"backbone": run and layout.model_of(run), "replicate": run and layout.replicate_of(run),
+            "dataset": where and where.dataset and layout.configured_dataset(where.dataset),
+            "method": where and where.method}
+
+
+def _keyed(name: str, frame: pl.DataFrame, path: str | os.PathLike) -> pl.DataFrame:
+    """Table ``name`` as stored: the keys it does not declare from ``path``; a declared backbone that
+    is a replicate's run (``model/seed{s}``, as a replicate's analysis names it) split into backbone
+    and replicate, so that a key means the same in every table."""
+    where = keys_of(path)
+    keys = {k: pl.lit(where[k], dtype=KEYS[k]) for k in _LOCATED[name]}
+    if "backbone" not in keys:
+        runs = [r for r in frame["backbone"].unique().drop_nulls() if layout.replicate_of(r) is not None]
+        if runs:
+            keys["backbone"] = pl.col("backbone").replace({r: layout.model_of(r) for r in runs})
+            keys["replicate"] = pl.coalesce(keys["replicate"], pl.col("backbone").replace_strict(
+                {r: layout.replicate_of(r) for r in runs}, default=None, return_dtype=pl.Int64))
+    return frame.with_columns(**keys).select(STORED[name].names())
+
+
 def write_table(name: str, rows, path: str | os.PathLike, provenance: dict[str, Any] | None = None) -> pl.DataFrame:
-    """Validate, sort and atomically write a table with provenance metadata."""
-    frame = to_frame(name, rows)
+    """Validate, sort and atomically write a table with its keys and provenance metadata; returns
+    it as ``read_table`` will."""
+    schema, _ = _table_spec(name)
+    frame = _keyed(name, to_frame(name, rows), path)
     meta = {"table": name, "package_version": __version__, **(provenance or {})}
     with replacing(path) as tmp:
         frame.write_parquet(tmp, metadata={"lmad": json.dumps(meta, sort_keys=True)})
-    return frame
+    return frame.select(schema.names())
 
 
-def read_table(name: str, path: str | os.PathLike) -> pl.DataFrame:
+def read_table(name: str, path: str | os.PathLike, keys: bool = False) -> pl.DataFrame:
+    """Table ``name`` at ``path``, schema checked: its declared columns, with ``keys`` its key columns
+    too. A table written before tables carried their keys reads as well, its keys from ``path``."""
     schema, _ = _table_spec(name)
     frame = pl.read_parquet(path)
-    if frame.schema != schema:
-        raise SchemaError(f"{path}: does not match table {name!r}:\n expected {schema}\n found {frame.schema}")
-    return frame
+    if frame.schema == schema:
+        frame = _keyed(name, frame, path)
+    elif frame.schema != STORED[name]:
+        raise SchemaError(f"{path}: does not match table {name!r}:\n expected {STORED[name]}\n found {frame.schema}")
+    return frame if keys else frame.select(schema.names())
 
 
 def provenance_of(path: str | os.PathLike) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .job import Job, execute
-from .job_resources import SERVER_PLACEMENT
+from .job_resources import SERVER_DEFAULTS_ENV, server_sizing
 from .worker import run_in_worker
 
 
@@ -47,16 +47,21 @@ def provenance(rule: str, wildcards: dict, params: dict, prompt_files: list[str]
     }
 
 
-def served_placement(params: dict, resources: dict) -> dict:
-    """The model-spec params of a served model, with the job's own partition and account (the
-    profile's default-resources) filled into its server's sizing where the model sets none.
-    Resources, not params: a scheduler setting must not make a finished job look outdated."""
-    out = {}
-    for key, value in params.items():
-        if isinstance(value, dict) and value.get("serve") and isinstance(value.get("server_resources"), dict):
-            placement = {k: resources[k] for k in SERVER_PLACEMENT if resources.get(k)}
-            out[key] = {**value, "server_resources": placement | value["server_resources"]}
-    return out
+def served_placement(params: dict, defaults: dict) -> dict:
+    """The model-spec params of a served model, with the profile's default resources (``defaults``,
+    lmad.job_resources.profile_defaults) filled into its server's sizing where the model sets none.
+    Not params: a scheduler setting must not make a finished job look outdated; and not the client
+    job's resources: whichever client starts the server must not decide where it runs."""
+    return {key: {**value, "server_resources": server_sizing(value["server_resources"], defaults)}
+            for key, value in params.items()
+            if isinstance(value, dict) and value.get("serve") and isinstance(value.get("server_resources"), dict)}
+
+
+def server_defaults() -> dict:
+    """The profile's default resources the Snakefile published for this run's servers."""
+    import os
+
+    return json.loads(os.environ.get(SERVER_DEFAULTS_ENV) or "{}")
 
 
 def run_rule(smk, stage: str | Callable[..., None]) -> None:
@@ -72,7 +77,7 @@ def run_rule(smk, stage: str | Callable[..., None]) -> None:
     prompts = [v for k, v in inputs.items() if k.startswith("prompt") and isinstance(v, str)]
     kwargs = {**inputs, **outputs, **params,
               "provenance": provenance(smk.rule, dict(smk.wildcards.items()), params, prompts)}
-    kwargs.update(served_placement(params, dict(getattr(smk, "resources", {}).items())))
+    kwargs.update(served_placement(params, server_defaults()))
     job = Job(smk.rule, smk.log[0] if smk.log else None, stage, kwargs)
     status = None
     if isinstance(stage, str):

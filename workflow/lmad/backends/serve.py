@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..job_resources import server_unplaced
 from ..processes import alive
 
 log = logging.getLogger(__name__)
@@ -197,9 +198,10 @@ def _tail(path: Path, chars: int = 3000) -> str:
 # ---- the client side -----------------------------------------------------------------
 
 def sbatch_argv(spec: dict[str, Any], sizing: dict[str, Any], command: str, log_file: Path) -> list[str]:
-    """The server's own SLURM job: GPUs, memory and time as the model's offline stage jobs would
-    ask; partition and account from models.<name>.resources, else the profile's default-resources
-    (lmad.smk.served_placement), else sbatch's own defaults (SBATCH_* variables, the cluster's)."""
+    """The server's own SLURM job, sized from its model's config alone: GPUs, memory and time as
+    the model's offline stage jobs would ask; partition, account, memory and time from
+    models.<name>.resources, else the profile's default-resources (lmad.smk.served_placement);
+    no account: sbatch's own default (SBATCH_ACCOUNT, the user's default account)."""
     argv = ["sbatch", "--parsable", f"--job-name=lmad-serve-{spec['name']}", f"--output={log_file}"]
     if sizing.get("slurm_partition"):
         argv.append(f"--partition={sizing['slurm_partition']}")
@@ -224,6 +226,9 @@ ON_SLURM_ENV = "LMAD_SERVE_ON_SLURM"
 
 def _start(spec: dict[str, Any], record_path: Path, log_file: Path, sizing: dict[str, Any]) -> dict:
     in_slurm = bool(os.environ.get("SLURM_JOB_ID")) or os.environ.get(ON_SLURM_ENV) == "1"
+    # a SLURM run's server is never placed by sbatch's guess (the run's start checked it too)
+    if os.environ.get(ON_SLURM_ENV) == "1" and (why := server_unplaced(spec["name"], sizing)):
+        raise ServeError(why)
     spec = {**spec, "_local": not in_slurm}
     spec_file, address_file = _files(record_path)
     _write_json(spec_file, spec)

@@ -11,6 +11,8 @@ from ..atomic import write_csv, write_text
 from ..number_format import fmt, markdown, pct
 from ..headline import headline, score_expr, score_vectors
 from ..judge_battery import cohen_kappa
+from ..layout import run_name
+from ..paper import label
 from ..plotting import pyplot, save
 from ..schemas import read_table, write_table
 from ..societies import held_out_note
@@ -196,7 +198,7 @@ def _mean_sd_text(row: dict, n_seeds: int) -> str:
 def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: list[str], datasets: list[str],
                   metric: str, provenance: dict) -> None:
     plt = pyplot(paper_style=False)
-    summary = read_table("accuracy", accuracy)
+    summary = read_table("accuracy", accuracy, keys=True)
     head = headline(metric, read_table("judge_validation", validation).row(0, named=True))
     column = head.accuracy_column
     cell = {(r["dataset"], r["method"]): r[column] for r in summary.to_dicts()}
@@ -204,12 +206,13 @@ def plot_accuracy(accuracy: str, validation: str, png: str, pdf: str, methods: l
     width = 0.8 / len(methods)
     for i, m in enumerate(methods):
         ys = [np.nan if cell.get((d, m)) is None else 100 * cell[(d, m)] for d in datasets]  # unscored: no bar
-        ax.bar(np.arange(len(datasets)) + (i - (len(methods) - 1) / 2) * width, ys, width, label=m)
-    ax.set_xticks(np.arange(len(datasets)), datasets)
+        ax.bar(np.arange(len(datasets)) + (i - (len(methods) - 1) / 2) * width, ys, width, label=label(m))
+    ax.set_xticks(np.arange(len(datasets)), [label(d) for d in datasets])  # as the paper's accuracy figure
     ax.set_ylabel(head.axis)
     ax.set_ylim(0, 100)
     judge_note = "judge passed validation" if head.judge_passed else "judge FAILED validation"
-    ax.set_title(f"{summary['backbone'][0] if len(summary) else ''}: {head.label} ({judge_note})", fontsize="small")
+    run = run_name(summary["backbone"][0], summary["replicate"][0]) if len(summary) else ""
+    ax.set_title(f"{run}: {head.label} ({judge_note})", fontsize="small")
     ax.legend(ncols=min(len(methods), 4), fontsize="small")
     fig.tight_layout()
     save(fig, png, pdf, head.label, deterministic=False, subject=str(provenance))

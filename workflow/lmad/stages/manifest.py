@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -48,7 +49,9 @@ def git_state(repo: str) -> dict:
     """Commit and dirtiness of the checkout, read-only (no index refresh); None outside git."""
     def git(*args: str) -> str | None:
         try:
-            proc = subprocess.run(["git", "-c", f"safe.directory={repo}", "--no-optional-locks", "-C", repo, *args],
+            # safe.directory matches absolute paths only; the rule names the checkout from the run's directory
+            safe = f"safe.directory={os.path.abspath(repo)}"
+            proc = subprocess.run(["git", "-c", safe, "--no-optional-locks", "-C", repo, *args],
                                   capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             return None
