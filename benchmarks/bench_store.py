@@ -27,7 +27,7 @@ from lmad.backends.cache import CallStore  # noqa: E402
 
 
 class OneFilePerCall:
-    """The store before issue 12 (cache.py at 13e7744): ``<key[:2]>/<key>.json``, temp file + rename."""
+    """The store before the sharded index (cache.py at 13e7744): ``<key[:2]>/<key>.json``, temp file + rename."""
 
     def __init__(self, root: Path):
         self.root = root

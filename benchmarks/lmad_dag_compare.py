@@ -1,4 +1,4 @@
-"""Graph LMAD against chain LMAD on a finished run (issue 30): no model call, saved tables only.
+"""Graph LMAD against chain LMAD on a finished run: no model call, saved tables only.
 
     PYTHONPATH=workflow python benchmarks/lmad_dag_compare.py --configfile config/lmad-dag-compare.yaml
     PYTHONPATH=workflow python benchmarks/lmad_dag_compare.py --directory <run>   # the demo's run folder

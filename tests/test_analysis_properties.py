@@ -1,4 +1,4 @@
-"""Property tests of the analysis and paper layer (issue 19): on every valid result table, every
+"""Property tests of the analysis and paper layer: on every valid result table, every
 function a rule of rules/analysis.smk and rules/paper.smk calls finishes; every interval contains
 its point estimate and lies in range; every macro average is the mean of its cells; every table
 has its columns and rows; every figure file is written. Each shrunk failure the properties found
@@ -296,7 +296,7 @@ def test_every_figure_on_any_valid_run(tmp_path_factory, run):
     check_figures(run, data, tmp)
 
 
-# ---- regression tests: each shrunk failure the properties found (issue 19) ----
+# ---- regression tests: each shrunk failure the properties found ----
 
 def test_wilson_bounds_are_exact_at_100_and_0_percent():
     # closed form: wilson(4, 4) upper = 0.9999999999999999 (negative yerr), wilson(32, 32) = 1.0000000000000002

@@ -209,3 +209,17 @@ def test_readme_example_config_is_valid():
     assert not errors, errors
     files = [d["path"] for d in config["datasets"].values() if "path" in d] + list(config["prompts"].values())
     assert all((REPO / f).is_file() for f in files), files
+
+
+ISSUE = re.compile(r"\bissues? ?#?\d+\b", re.IGNORECASE)
+
+
+def test_no_issue_numbers_in_the_tree():
+    """Code, tests, configs and docs name features by what they are; which issue asked for one is git's."""
+    roots = [REPO / d for d in ("workflow", "tests", "docs", "config", "rules", "benchmarks")]
+    files = [REPO / "README.md", REPO / "Snakefile", *(p for r in roots for p in r.rglob("*")
+                                                      if p.suffix in (".py", ".md", ".smk", ".yaml", ".txt", ".rst"))]
+    hits = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for p in files if p.is_file() and p != Path(__file__)
+            for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+            if ISSUE.search(line)]
+    assert not hits, "issue numbers (history lives in git):\n" + "\n".join(hits)

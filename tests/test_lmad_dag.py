@@ -1,4 +1,4 @@
-"""Graph LMAD (lmad-dag; issue 30): extraction with premises, graph localization and the
+"""Graph LMAD (lmad-dag): extraction with premises, graph localization and the
 stages end to end with scripted agents on hand-built graphs — independent branches, a
 converging node, a cycle that falls back to the chain, and the paper's Appendix B cases,
 which end as chain LMAD ends when the graph is a chain."""

@@ -1,4 +1,4 @@
-"""Real `snakemake` runs of the last step on edge results (issue 19): a run in which CoT scores
+"""Real `snakemake` runs of the last step on edge results: a run in which CoT scores
 100 % and every other method 0 % builds every analysis and paper output, and a failing
 analysis or paper job, once fixed, finishes with no model call (tests/oracle.py sets the
 answers and logs every call that reaches the model)."""

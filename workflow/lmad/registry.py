@@ -87,7 +87,7 @@ def _society(p: Protocol, selector: str) -> Method:
 
 #: LMAD's commit policies (neutral tone): each can take a society, whose members are then its agents.
 _LMAD = {"lmad": ("LMAD", "strict"), "lmad-concrete": ("Concrete", "concrete"), "lmad-always": ("Always", "always")}
-#: Graph LMAD (issue 30): the same three policies over claim graphs; neutral tone, no society, not Table 2 columns.
+#: Graph LMAD: the same three policies over claim graphs; neutral tone, no society, not Table 2 columns.
 _LMAD_DAG = {"lmad-dag": ("LMAD-DAG", "strict"), "lmad-dag-concrete": ("Concrete (DAG)", "concrete"),
              "lmad-dag-always": ("Always (DAG)", "always")}
 

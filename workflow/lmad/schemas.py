@@ -10,7 +10,7 @@ Every stored table also carries the keys that identify its rows in a run (:data:
 "Reading a whole run"). ``read_table`` returns the declared columns, as stages expect them.
 
 Schemas are polars types and the I/O is polars' own Parquet reader and writer: a job
-never imports pyarrow (0.17 s CPU of a job's ~0.4 s floor; issue 14), and the files are
+never imports pyarrow (0.17 s CPU of a job's ~0.4 s floor), and the files are
 the same Arrow-typed Parquet any reader opens.
 """
 from __future__ import annotations
