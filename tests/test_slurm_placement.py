@@ -130,3 +130,16 @@ def test_an_unplaceable_server_stops_the_run_before_any_sbatch(tmp_path, fake_sl
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "sbatch" not in calls.read_text(), out[-3000:]
     assert "the judge32 server's SLURM job has no slurm_partition: set models.judge32.resources.slurm_partition" in out
+
+
+def test_profile_defaults_read_both_kinds_of_snakemake_default_resources():
+    from lmad.job_resources import profile_defaults
+
+    class Parsed:  # Snakemake before 9.2x: DefaultResources, names evaluated per job (functions)
+        _args = {"slurm_partition": "gpu", "slurm_account": "'proj'", "mem_mb": "4000", "disk_mb": "2*input.size_mb"}
+        parsed = {"slurm_partition": lambda *a: None, "slurm_account": lambda *a: None, "mem_mb": 4000,
+                  "disk_mb": lambda *a: None}
+
+    assert profile_defaults(Parsed()) == {"slurm_partition": "gpu", "slurm_account": "proj", "mem_mb": 4000}
+    assert profile_defaults({"runtime": 60, "mem_mb": None}) == {"runtime": 60}
+    assert profile_defaults(None) == {}

@@ -47,15 +47,18 @@ def model_sizing(models: dict, name: str, served_as_client: bool = True) -> dict
     }
 
 
-
 def profile_defaults(default_resources) -> dict:
     """Plain values of the SERVER_FROM_DEFAULTS keys of Snakemake's default resources
-    (``workflow.resource_settings.default_resources``: None, or Resources whose strings are
-    unevaluated expressions). One that needs a job's input (e.g. ``2*input.size_mb``) is left out."""
+    (``workflow.resource_settings.default_resources``: None; Resources whose strings are
+    unevaluated expressions; or, before Snakemake 9.2x, DefaultResources whose ``parsed`` dict
+    holds values and functions). One that needs a job's input (e.g. ``2*input.size_mb``) is left out."""
     out = {}
+    items = getattr(default_resources, "parsed", default_resources) or {}
     for key in SERVER_FROM_DEFAULTS:
-        resource = (default_resources or {}).get(key)
-        if resource is None:
+        resource = items.get(key)
+        if callable(resource) and key in SERVER_PLACEMENT:  # a name there: evaluated per job, kept as written
+            resource = str(getattr(default_resources, "_args", {}).get(key, "")).strip("'\"") or None
+        if resource is None or callable(resource):
             continue
         try:
             if hasattr(resource, "is_evaluable") and resource.is_evaluable():
