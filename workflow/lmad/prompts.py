@@ -14,7 +14,7 @@ from pathlib import Path
 from string import Template
 from typing import Sequence
 
-from .answers import get, reading_of
+from .answers import reading_of
 
 _SECTION = re.compile(r"^### (system|user)\s*$", re.MULTILINE)
 
@@ -149,9 +149,7 @@ def question_fields(question: dict, context: Sequence[dict] | None = None) -> di
     intro, debate, evidence = _TASK_TEXT[family]
     kind_noun, evidence_noun, quote_source = _TASK_NOUNS[family]
     text = format_context(context)
-    # the answer type's own line; a span question asking yes or no gets the yes/no type's
-    line = (reading.kind if not reading.yes_no else get("yes_no")).instruction(len(reading.choices))
-    form = "<short answer>" if free_form else _ANSWER_FORM[kind]
+    line, form = reading.instruction(), "<short answer>" if free_form else _ANSWER_FORM[kind]
     return {"context": text, "passages": f"Passages:\n{text}\n\n" if context else "", "question": question_text(question),
             "task_intro": intro, "task_debate": debate, "evidence_rule": evidence, "question_kind": kind_noun,
             "evidence": evidence_noun, "quote_source": quote_source, "answer_line": line, "answer_form": form}

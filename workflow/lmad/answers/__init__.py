@@ -104,27 +104,21 @@ class Reading:
     def extract(self, text) -> tuple[str, str]:
         return self.kind.extract(text, choices=self.choices, yes_no=self.yes_no, n_choices=len(self.choices))
 
+    def instruction(self) -> str:
+        """The answer line its prompts end with: a span question asking yes or no gets the yes/no type's."""
+        return (get("yes_no") if self.yes_no else self.kind).instruction(len(self.choices))
+
     def key(self, answer) -> str:
         return self.kind.canonical(answer or "")
 
     def empty(self, answer) -> bool:
         return self.kind.is_empty(answer)
 
-    def same(self, a, b) -> bool:
-        return self.kind.same(a, b)
-
-    def equivalent(self, a, b) -> bool:
-        return self.kind.equivalent(a, b)
-
     def vote(self, answers: Sequence[str], order_key=None) -> tuple[str, dict]:
         return self.kind.vote(answers, order_key)
 
     def agree(self, answers: Sequence[str]) -> bool:
         return self.kind.agree(answers)
-
-    def mentions(self, text: str, gold: str) -> bool:
-        return self.kind.mentions(text, gold, self.choices)
-
 
 def type_of(question: Mapping) -> str:
     """A ``questions`` row's answer type; a row without one is an error, never a span."""
