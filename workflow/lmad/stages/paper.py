@@ -2,8 +2,8 @@
 saved Parquet only — no model calls. Each function is one rule's job; inputs are file lists of
 the results layout, and ``lmad.layout.parse`` says which backbone (dataset, method) each file is.
 
-``code`` is the rule's ``code_hash(...)`` param (lmad.smk) — a hash of the functions that make the artifact,
-so that editing one figure's or table's code reruns only its rule; the functions ignore it."""
+Each rule's ``code`` param (lmad.smk.stage) hashes this module and every lmad module it imports:
+editing them reruns the paper rules, and nothing that makes their inputs."""
 from __future__ import annotations
 
 import logging
