@@ -54,10 +54,10 @@ LMAD_METHODS, DEBATE_METHODS, SHARDS = plan.lmad_methods, plan.debate_methods, p
 FINALIZE, SOCIETIES, DISAGREEMENT, JURY, JURORS = plan.finalize, plan.societies, plan.disagreement, plan.jury, plan.jurors
 DATASET_NAMES = plan.dataset_names()
 
-# Every rule that runs library code names its stage function once, `params: **stage("module:function")`
-# (lmad.smk.stage: the name and its code hash), and runs the one script workflow/scripts/stage.py.
-# A model rule spreads its kind's repeated sections (lmad.plan.ModelRule) into its own:
-# `input: **M.input`, `params: **M.params`, `threads: M.threads`, `resources: **M.resources`.
+# Each rule that runs library code names its stage function once, in its params
+# (`**stage("module:function")`, lmad.smk.stage: the name and its code hash), and runs the one
+# script workflow/scripts/stage.py. Each model rule spreads its kind's repeated sections
+# (lmad.plan.ModelRule) into its own, `**M.input`, `**M.params`, `M.threads`, `**M.resources`.
 BACKBONE_MODEL, JUDGE_MODEL, JUROR_MODEL = (plan.model_rule(k) for k in ("backbone", "judge", "juror"))
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 STAGE = re.compile(r'^\s*\*\*stage\("([\w.]+:\w+)"\),$', re.M)
-SCRIPT = '"../workflow/scripts/stage.py"'
+SCRIPT = REPO / "workflow" / "scripts" / "stage.py"
 
 
 def _rules():
@@ -48,7 +48,8 @@ def stages() -> dict[str, str]:
             continue
         named = STAGE.findall(text)
         assert len(named) == 1 and "code_hash(" not in text, f"{file}:{name}: name its stage once, **stage(...)"
-        assert text.split("script:")[-1].strip() == SCRIPT, f"{file}:{name}: runs {SCRIPT}"
+        script = (REPO / "rules" / text.split("script:")[-1].strip().strip('"')).resolve()
+        assert script == SCRIPT.resolve(), f"{file}:{name}: runs {script}, not {SCRIPT}"
         out[name] = named[0]
     return out
 
