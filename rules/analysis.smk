@@ -17,15 +17,15 @@ rule analyze:
     log:
         "logs/{backbone}/analyze.log",
     params:
+        **stage("lmad.stages.analyze:analyze"),
         backbone=lambda w: w.backbone,
         **plan.run_scope("methods", "datasets", "metric"),
         bootstrap_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["seed"],
-        code=code_hash("lmad.stages.analyze.analyze"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/analyze.py"
+        "../workflow/scripts/stage.py"
 
 
 rule plot_accuracy:
@@ -42,12 +42,12 @@ rule plot_accuracy:
     log:
         "logs/{backbone}/plot_accuracy.log",
     params:
-        code=code_hash("lmad.stages.analyze.plot_accuracy"),
+        **stage("lmad.stages.analyze:plot_accuracy"),
         **plan.run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/plot_accuracy.py"
+        "../workflow/scripts/stage.py"
 
 
 # Seeded replicates (config `seeds`): each backbone's headline accuracy, mean ± sample SD over
@@ -65,13 +65,13 @@ rule replicates:
     wildcard_constraints:
         model="|".join(map(re.escape, config["backbones"])),
     params:
+        **stage("lmad.stages.analyze:replicates"),
         backbone=lambda w: w.model,
-        code=code_hash("lmad.stages.analyze.replicates"),
         **plan.run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/replicates.py"
+        "../workflow/scripts/stage.py"
 
 
 # Calls and tokens of every method split by the model that made them (a committee's members and
@@ -86,12 +86,12 @@ rule costs_by_model:
     log:
         "logs/{backbone}/costs_by_model.log",
     params:
+        **stage("lmad.stages.costs:costs_by_model"),
         backbone=lambda w: w.backbone,
         methods=config["methods"],
         members=lambda w: plan.cost_models(w.backbone)["members"],
         roles=lambda w: plan.cost_models(w.backbone)["roles"],
-        code=code_hash("lmad.stages.costs.costs_by_model"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/costs_by_model.py"
+        "../workflow/scripts/stage.py"

@@ -7,7 +7,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 # This checkout's library, whatever `pip install -e` put on the path: the parse below, every
-# job's script and the warm worker (both inherit PYTHONPATH) and code_hash read the same files.
+# job's script (workflow/scripts/stage.py) and the warm worker (both inherit PYTHONPATH) and the
+# rules' code hashes (lmad.smk.stage) read the same files.
 LIBRARY = os.path.join(workflow.basedir, "workflow")
 sys.path.insert(0, LIBRARY)
 os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [LIBRARY, os.environ.get("PYTHONPATH")])))
@@ -26,7 +27,7 @@ from lmad.plan import LMAD_CHAIN_PRIORITY, Plan
 from lmad.registry import METHODS, TABLE2_METHODS, TRACE_FIGURE_METHODS
 from lmad.runlock import guard_workflow
 from lmad.backends.serve import ON_SLURM_ENV as SERVE_ON_SLURM_ENV
-from lmad.smk import code_hash
+from lmad.smk import stage
 
 
 # Shared by every file under rules/: the checked config, the run's plan (lmad.plan: which tables each
@@ -52,6 +53,12 @@ DATASETS, BACKBONES, SEEDS, JUDGE = plan.datasets, plan.backbones, plan.seeds, p
 LMAD_METHODS, DEBATE_METHODS, SHARDS = plan.lmad_methods, plan.debate_methods, plan.shards
 FINALIZE, SOCIETIES, DISAGREEMENT, JURY, JURORS = plan.finalize, plan.societies, plan.disagreement, plan.jury, plan.jurors
 DATASET_NAMES = plan.dataset_names()
+
+# Each rule that runs library code names its stage function once, in its params
+# (`**stage("module:function")`, lmad.smk.stage: the name and its code hash), and runs the one
+# script workflow/scripts/stage.py. Each model rule spreads its kind's repeated sections
+# (lmad.plan.ModelRule) into its own, `**M.input`, `**M.params`, `M.threads`, `**M.resources`.
+BACKBONE_MODEL, JUDGE_MODEL, JUROR_MODEL = (plan.model_rule(k) for k in ("backbone", "judge", "juror"))
 
 
 wildcard_constraints:

@@ -8,12 +8,13 @@ rule prepare_data:
     wildcard_constraints:
         dataset=DATASET_NAMES,
     params:
+        **stage("lmad.stages.prepare:prepare_data"),
         spec=lambda w: plan.dataset_spec(w.dataset),
         base_dir=run_path(workflow.basedir),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/prepare_data.py"
+        "../workflow/scripts/stage.py"
 
 
 rule backbone_questions:
@@ -24,12 +25,13 @@ rule backbone_questions:
     log:
         "logs/{backbone}/backbone_questions/{dataset}.log",
     params:
+        **stage("lmad.stages.prepare:backbone_questions"),
         n=plan.backbone_n_of,
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/backbone_questions.py"
+        "../workflow/scripts/stage.py"
 
 
 rule convert_model:
@@ -38,9 +40,10 @@ rule convert_model:
     log:
         "logs/convert_model/{model}.log",
     params:
+        **stage("lmad.stages.prepare:convert_model"),
         name=lambda w: w.model,
         gguf=lambda w: config["models"][w.model]["gguf"],
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/convert_model.py"
+        "../workflow/scripts/stage.py"

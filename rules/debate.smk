@@ -11,7 +11,7 @@ rule debate_round:
     input:
         unpack(plan.debate_round_inputs),
         questions=plan.question_tables,
-        weights=lambda w: plan.model_files(w.backbone),
+        **BACKBONE_MODEL.input,
     output:
         samples=plan.debate_round_outputs(""),
         steps=plan.debate_round_outputs("_steps"),
@@ -21,7 +21,8 @@ rule debate_round:
     benchmark:
         plan.job_log("{debate_method}", "round{debate_round}", "logs/benchmarks", "tsv")
     params:
-        **plan.model_params(),
+        **stage("lmad.stages.debate:debate_round"),
+        **BACKBONE_MODEL.params,
         method=lambda w: w.debate_method,
         round_index=lambda w: int(w.debate_round),
         last=lambda w: int(w.debate_round) == plan.debate_setting(w.debate_method).rounds,
@@ -33,11 +34,11 @@ rule debate_round:
         **plan.persistence_params(),
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: plan.model_threads(w.backbone)
+    threads: BACKBONE_MODEL.threads
     resources:
-        **plan.model_resources(),
+        **BACKBONE_MODEL.resources,
     script:
-        "../workflow/scripts/debate_round.py"
+        "../workflow/scripts/stage.py"
 
 
 if DEBATE_METHODS:
@@ -56,11 +57,11 @@ if DEBATE_METHODS:
         log:
             plan.prediction_log("debate-methods"),
         params:
+            **stage("lmad.stages.debate:debate_predict_methods"),
             methods=DEBATE_METHODS,
             rounds=[plan.debate_setting(m).rounds for m in DEBATE_METHODS],
             units=plan.prediction_units(DEBATE_METHODS),
-            code=code_hash("lmad.stages.debate.debate_predict_methods"),
         conda:
             "../envs/pipeline.yaml"
         script:
-            "../workflow/scripts/debate_predict.py"
+            "../workflow/scripts/stage.py"

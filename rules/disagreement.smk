@@ -14,7 +14,7 @@ rule pushback_validation:
     input:
         questions=plan.configured_questions(),
         prompt=config["prompts"]["pushback_judge"],
-        weights=plan.model_files(config["judge"]["model"]),
+        **JUDGE_MODEL.input,
     output:
         battery=plan.pushback_validation_file("battery.parquet"),
         validation=plan.pushback_validation_file("validation.parquet"),
@@ -22,18 +22,20 @@ rule pushback_validation:
     log:
         f"logs/judge_validation/{config['judge']['model']}.pushback.log",
     params:
-        **plan.judge_params(),
+        **stage("lmad.stages.disagreement:pushback_validation"),
+        **JUDGE_MODEL.params,
+        judge_name=JUDGE,
         max_tokens=config["disagreement"]["pushback_max_tokens"],
         questions_per_dataset=config["disagreement"]["battery_questions"],
         min_recall=config["disagreement"]["min_recall"],
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
-    threads: plan.model_threads(config["judge"]["model"])
+    threads: JUDGE_MODEL.threads
     resources:
-        **plan.model_resources(config["judge"]["model"]),
+        **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/pushback_validation.py"
+        "../workflow/scripts/stage.py"
 
 
 rule pushback:
@@ -41,21 +43,23 @@ rule pushback:
         unpack(plan.pushback_lmad_inputs),
         rounds=plan.debate_replies,
         prompt=config["prompts"]["pushback_judge"],
-        weights=plan.model_files(config["judge"]["model"]),
+        **JUDGE_MODEL.input,
     output:
         labels=layout.disagreement("{backbone}", "pushback.parquet"),
     log:
         "logs/{backbone}/disagreement/pushback.log",
     params:
-        **plan.judge_params(),
+        **stage("lmad.stages.disagreement:pushback"),
+        **JUDGE_MODEL.params,
+        judge_name=JUDGE,
         max_tokens=config["disagreement"]["pushback_max_tokens"],
     conda:
         "../envs/pipeline.yaml"
-    threads: plan.model_threads(config["judge"]["model"])
+    threads: JUDGE_MODEL.threads
     resources:
-        **plan.model_resources(config["judge"]["model"]),
+        **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/pushback.py"
+        "../workflow/scripts/stage.py"
 
 
 rule disagreement_table:
@@ -68,14 +72,12 @@ rule disagreement_table:
     log:
         "logs/paper/disagreement.log",
     params:
+        **stage("lmad.stages.disagreement:disagreement_table"),
         self_report=config["disagreement"]["self_report"],
-        code=code_hash("lmad.stages.disagreement.disagreement_table", "lmad.disagreement.tables.disagreement_rows",
-                       "lmad.disagreement.tables.persistence", "lmad.disagreement.tables.disagreement_markdown",
-                       "lmad.disagreement.tables.figure"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/disagreement_table.py"
+        "../workflow/scripts/stage.py"
 
 
 # Layers A and C on LMAD's local debate: each turn rebuilt from its stage tables and followed by
@@ -91,23 +93,24 @@ rule lmad_self_report:
         states=plan.lmad_debate_tables("state", last=1),
         prompt=config["prompts"]["debater"],
         prompt_self_report=config["prompts"]["self_report"],
-        weights=lambda w: plan.model_files(w.backbone),
+        **BACKBONE_MODEL.input,
     output:
         reports=layout.disagreement("{backbone}", "lmad_self_report.parquet"),
     log:
         "logs/{backbone}/disagreement/lmad_self_report.log",
     params:
-        **plan.model_params(),
+        **stage("lmad.stages.disagreement:lmad_self_report"),
+        **BACKBONE_MODEL.params,
         max_tokens=config["lmad"]["max_tokens"]["debater"],
         seed=plan.call_seed,
         **plan.persistence_params(),
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: plan.model_threads(w.backbone)
+    threads: BACKBONE_MODEL.threads
     resources:
-        **plan.model_resources(),
+        **BACKBONE_MODEL.resources,
     script:
-        "../workflow/scripts/lmad_self_report.py"
+        "../workflow/scripts/stage.py"
 
 
 # Layer D: each backbone's next-token stance on its own round-0 answers (the shared proposals),
@@ -116,21 +119,22 @@ rule probe:
     input:
         questions=plan.question_tables,
         proposals=plan.proposal_tables,
-        weights=lambda w: plan.model_files(w.backbone),
+        **BACKBONE_MODEL.input,
     output:
         reads=layout.disagreement("{backbone}", "probe.parquet"),
     log:
         "logs/{backbone}/disagreement/probe.log",
     params:
-        **plan.model_params(),
+        **stage("lmad.stages.probe:probe"),
+        **BACKBONE_MODEL.params,
         min_mass=config["disagreement"]["probe_min_mass"],
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: plan.model_threads(w.backbone)
+    threads: BACKBONE_MODEL.threads
     resources:
-        **plan.model_resources(),
+        **BACKBONE_MODEL.resources,
     script:
-        "../workflow/scripts/probe.py"
+        "../workflow/scripts/stage.py"
 
 
 rule probe_table:
@@ -143,9 +147,9 @@ rule probe_table:
     log:
         "logs/paper/probe.log",
     params:
+        **stage("lmad.stages.probe:probe_table"),
         min_mass=config["disagreement"]["probe_min_mass"],
-        code=code_hash("lmad.stages.probe.probe_table", "lmad.stages.probe.probe_rows", "lmad.disagreement.probe.paired"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/probe_table.py"
+        "../workflow/scripts/stage.py"

@@ -15,7 +15,7 @@ if FINALIZE["enabled"]:
             rounds=plan.finalizer_rounds,
             prompt_judge=config["prompts"]["finalize_judge"],
             prompt_verifier=config["prompts"]["verifier"],
-            weights=lambda w: plan.model_files(w.backbone),
+            **BACKBONE_MODEL.input,
         output:
             finalized=[layout.finalized("{backbone}", d) for d in DATASETS],
         log:
@@ -23,7 +23,8 @@ if FINALIZE["enabled"]:
         benchmark:
             "logs/benchmarks/{backbone}/finalizers.tsv"
         params:
-            **plan.model_params(),
+            **stage("lmad.stages.finalizers:finalizers"),
+            **BACKBONE_MODEL.params,
             round_units=plan.finalizer_round_units(),
             datasets=DATASETS,
             names=FINALIZE["names"],
@@ -32,8 +33,8 @@ if FINALIZE["enabled"]:
             min_quote_words=FINALIZE["min_quote_words"],
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: plan.model_threads(w.backbone)
+        threads: BACKBONE_MODEL.threads
         resources:
-            **plan.model_resources(),
+            **BACKBONE_MODEL.resources,
         script:
-            "../workflow/scripts/finalizers.py"
+            "../workflow/scripts/stage.py"

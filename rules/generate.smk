@@ -9,7 +9,7 @@ rule generate:
     input:
         questions=plan.question_tables,
         prompt=config["prompts"]["solver"],
-        weights=lambda w: plan.model_files(w.backbone),
+        **BACKBONE_MODEL.input,
     output:
         samples=plan.sample_tables(),
     log:
@@ -17,18 +17,19 @@ rule generate:
     benchmark:
         plan.job_log("generate", "{stage}", "logs/benchmarks", "tsv")
     params:
-        **plan.model_params(),
+        **stage("lmad.stages.generate:generate"),
+        **BACKBONE_MODEL.params,
         stage=lambda w: w.stage,
         temperatures=lambda w: plan.stage_temperatures(w.stage, plan.agent_temperatures(w.backbone)),
         max_tokens=config["solver"]["max_tokens"],
         seed=plan.call_seed,
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: plan.model_threads(w.backbone)
+    threads: BACKBONE_MODEL.threads
     resources:
-        **plan.model_resources(),
+        **BACKBONE_MODEL.resources,
     script:
-        "../workflow/scripts/generate.py"
+        "../workflow/scripts/stage.py"
 
 
 rule predict:
@@ -40,10 +41,10 @@ rule predict:
     log:
         plan.prediction_log(),
     params:
+        **stage("lmad.stages.predict:predict_datasets"),
         method=lambda w: w.method,
         units=plan.prediction_units(),
-        code=code_hash("lmad.stages.predict.predict_datasets"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/predict.py"
+        "../workflow/scripts/stage.py"

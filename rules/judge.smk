@@ -7,7 +7,7 @@ rule judge:
         questions=plan.configured_questions(),
         predictions=plan.backbone_predictions,
         prompt=config["prompts"]["judge"],
-        weights=plan.model_files(config["judge"]["model"]),
+        **JUDGE_MODEL.input,
     output:
         judgments=[layout.judgments("{backbone}", d) for d in DATASETS],
     log:
@@ -15,16 +15,16 @@ rule judge:
     benchmark:
         "logs/benchmarks/{backbone}/judge.tsv"
     params:
-        model=plan.model_spec(config["judge"]["model"]),
-        cache_dir=config["cache_dir"],
+        **stage("lmad.stages.judge:judge"),
+        **JUDGE_MODEL.params,
         max_tokens=config["judge"]["max_tokens"],
     conda:
         "../envs/pipeline.yaml"
-    threads: plan.model_threads(config["judge"]["model"])
+    threads: JUDGE_MODEL.threads
     resources:
-        **plan.model_resources(config["judge"]["model"]),
+        **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/judge.py"
+        "../workflow/scripts/stage.py"
 
 
 # The judge's known-answer validation (docs/analysis.md "Judge validation"): a seeded battery built from
@@ -33,7 +33,7 @@ rule judge_validation:
     input:
         questions=plan.configured_questions(),
         prompt=config["prompts"]["judge"],
-        weights=plan.model_files(config["judge"]["model"]),
+        **JUDGE_MODEL.input,
     output:
         battery=plan.judge_validation_file("battery.parquet"),
         validation=plan.judge_validation_file("validation.parquet"),
@@ -41,14 +41,16 @@ rule judge_validation:
     log:
         f"logs/judge_validation/{config['judge']['model']}.log",
     params:
-        **plan.judge_params(),
+        **stage("lmad.stages.judge:judge_validation"),
+        **JUDGE_MODEL.params,
+        judge_name=JUDGE,
         max_tokens=config["judge"]["max_tokens"],
         seed=config["seed"],
         **config["judge"]["validation"],
     conda:
         "../envs/pipeline.yaml"
-    threads: plan.model_threads(config["judge"]["model"])
+    threads: JUDGE_MODEL.threads
     resources:
-        **plan.model_resources(config["judge"]["model"]),
+        **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/judge_validation.py"
+        "../workflow/scripts/stage.py"

@@ -13,7 +13,7 @@ rule jury:
         questions=plan.configured_questions(),
         predictions=plan.jury_predictions,
         prompt=config["prompts"]["jury"],
-        weights=lambda w: plan.model_files(w.juror),
+        **JUROR_MODEL.input,
     output:
         verdicts=layout.disagreement("{backbone}", "jury_{juror}.parquet"),
     log:
@@ -21,20 +21,20 @@ rule jury:
     wildcard_constraints:
         juror="|".join(re.escape(j) for j in JURORS),
     params:
-        model=lambda w: plan.model_spec(w.juror),
+        **stage("lmad.stages.jury:jury"),
+        **JUROR_MODEL.params,
         judge_name=lambda w: w.juror,
-        cache_dir=config["cache_dir"],
         pair=config["jury"]["pair"],
         battery_questions=config["jury"]["battery_questions"],
         max_tokens=config["jury"]["max_tokens"],
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
-    threads: lambda w: plan.model_threads(w.juror)
+    threads: JUROR_MODEL.threads
     resources:
-        **plan.model_resources(wildcard="juror", models=JURORS),
+        **JUROR_MODEL.resources,
     script:
-        "../workflow/scripts/jury.py"
+        "../workflow/scripts/stage.py"
 
 
 rule jury_table:
@@ -46,10 +46,10 @@ rule jury_table:
     log:
         "logs/paper/jury.log",
     params:
+        **stage("lmad.stages.jury:jury_table"),
         pair=config["jury"]["pair"],
         min_rate=config["jury"]["min_rate"],
-        code=code_hash("lmad.stages.jury.jury_table", "lmad.jury.summarize"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/jury_table.py"
+        "../workflow/scripts/stage.py"

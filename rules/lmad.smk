@@ -22,7 +22,7 @@ if LMAD_METHODS:
             unpack(plan.lmad_generate_inputs),
             questions=plan.lmad_unit_questions,
             prompt=config["prompts"]["solver"],
-            weights=lambda w: plan.model_files(w.backbone),
+            **BACKBONE_MODEL.input,
         output:
             samples=plan.lmad_paths("generate"),
         log:
@@ -30,17 +30,19 @@ if LMAD_METHODS:
         benchmark:
             plan.lmad_log("generate", "logs/benchmarks", "tsv")
         params:
+            **stage("lmad.stages.localized_debate:generate"),
             **plan.lmad_params(),
+            **BACKBONE_MODEL.params,
             temperatures=lambda w: plan.agent_temperatures(w.backbone),
             max_tokens=config["solver"]["max_tokens"],
             seed=plan.call_seed,
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: plan.model_threads(w.backbone)
+        threads: BACKBONE_MODEL.threads
         resources:
-            **plan.model_resources(),
+            **BACKBONE_MODEL.resources,
         script:
-            "../workflow/scripts/lmad_generate.py"
+            "../workflow/scripts/stage.py"
 
     rule lmad_extract:
         priority: LMAD_CHAIN_PRIORITY
@@ -49,7 +51,7 @@ if LMAD_METHODS:
             samples=plan.lmad_paths("generate"),
             prompt=config["prompts"]["extractor"],
             **plan.lmad_premise_prompt(),
-            weights=lambda w: plan.model_files(w.backbone),
+            **BACKBONE_MODEL.input,
         output:
             chains=plan.lmad_paths("extract"),
         log:
@@ -57,7 +59,9 @@ if LMAD_METHODS:
         benchmark:
             plan.lmad_log("extract", "logs/benchmarks", "tsv")
         params:
+            **stage("lmad.stages.localized_debate:extract"),
             **plan.lmad_params(),
+            **BACKBONE_MODEL.params,
             max_tokens=config["lmad"]["max_tokens"]["extractor"],
             max_nodes=config["lmad"]["nodes"]["max_nodes"],
             max_node_words=config["lmad"]["nodes"]["max_words"],
@@ -65,11 +69,11 @@ if LMAD_METHODS:
             guard_last_iteration=config["lmad"]["guard_last_iteration"],
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: plan.model_threads(w.backbone)
+        threads: BACKBONE_MODEL.threads
         resources:
-            **plan.model_resources(),
+            **BACKBONE_MODEL.resources,
         script:
-            "../workflow/scripts/lmad_extract.py"
+            "../workflow/scripts/stage.py"
 
     rule lmad_localize:
         priority: LMAD_CHAIN_PRIORITY
@@ -78,7 +82,7 @@ if LMAD_METHODS:
             questions=plan.lmad_unit_questions,
             chains=plan.lmad_paths("extract"),
             prompt=config["prompts"]["localizer"],
-            weights=lambda w: plan.model_files(w.backbone),
+            **BACKBONE_MODEL.input,
         output:
             localizations=plan.lmad_paths("localize"),
         log:
@@ -86,16 +90,18 @@ if LMAD_METHODS:
         benchmark:
             plan.lmad_log("localize", "logs/benchmarks", "tsv")
         params:
+            **stage("lmad.stages.localized_debate:localize"),
             **plan.lmad_params(),
+            **BACKBONE_MODEL.params,
             max_tokens=config["lmad"]["max_tokens"]["localizer"],
             **plan.lmad_graph_params(),
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: plan.model_threads(w.backbone)
+        threads: BACKBONE_MODEL.threads
         resources:
-            **plan.model_resources(),
+            **BACKBONE_MODEL.resources,
         script:
-            "../workflow/scripts/lmad_localize.py"
+            "../workflow/scripts/stage.py"
 
     rule lmad_debate:
         priority: LMAD_CHAIN_PRIORITY
@@ -106,7 +112,7 @@ if LMAD_METHODS:
             localizations=plan.lmad_paths("localize"),
             prompt=config["prompts"]["debater"],
             **plan.lmad_tone_prompts(),
-            weights=lambda w: plan.model_files(w.backbone),
+            **BACKBONE_MODEL.input,
         output:
             positions=plan.lmad_paths("debate"),
         log:
@@ -114,18 +120,20 @@ if LMAD_METHODS:
         benchmark:
             plan.lmad_log("debate", "logs/benchmarks", "tsv")
         params:
+            **stage("lmad.stages.localized_debate:debate"),
             **plan.lmad_params(),
+            **BACKBONE_MODEL.params,
             rounds=config["lmad"]["local_rounds"],
             temperatures=lambda w: plan.agent_temperatures(w.backbone),
             seed=plan.call_seed,
             max_tokens=config["lmad"]["max_tokens"]["debater"],
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: plan.model_threads(w.backbone)
+        threads: BACKBONE_MODEL.threads
         resources:
-            **plan.model_resources(),
+            **BACKBONE_MODEL.resources,
         script:
-            "../workflow/scripts/lmad_debate.py"
+            "../workflow/scripts/stage.py"
 
     # The guarded resolver commits its own repair (lmad.stages.localized_debate.resolve_and_commit): a
     # separate commit job was one more process per iteration on the LMAD chain, for a step
@@ -140,7 +148,7 @@ if LMAD_METHODS:
             positions=plan.lmad_paths("debate"),
             prompt=config["prompts"]["resolver"],
             relation_prompt=config["prompts"]["relation_check"],
-            weights=lambda w: plan.model_files(w.backbone),
+            **BACKBONE_MODEL.input,
         output:
             repairs=plan.lmad_paths("resolve"),
             relations=plan.lmad_paths("relation"),
@@ -151,7 +159,9 @@ if LMAD_METHODS:
         benchmark:
             plan.lmad_log("resolve", "logs/benchmarks", "tsv")
         params:
+            **stage("lmad.stages.localized_debate:resolve_and_commit"),
             **plan.lmad_params(),
+            **BACKBONE_MODEL.params,
             max_tokens=config["lmad"]["max_tokens"]["resolver"],
             iterations=config["lmad"]["iterations"],
             min_quote_words=config["lmad"]["guard"]["min_quote_words"],
@@ -159,11 +169,11 @@ if LMAD_METHODS:
             guard_last_iteration=config["lmad"]["guard_last_iteration"],
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: plan.model_threads(w.backbone)
+        threads: BACKBONE_MODEL.threads
         resources:
-            **plan.model_resources(),
+            **BACKBONE_MODEL.resources,
         script:
-            "../workflow/scripts/lmad_resolve.py"
+            "../workflow/scripts/stage.py"
 
     rule lmad_predict:
         priority: LMAD_CHAIN_PRIORITY  # the chain's last link: the judge waits for it
@@ -183,10 +193,10 @@ if LMAD_METHODS:
         log:
             plan.prediction_log("lmad-methods"),
         params:
+            **stage("lmad.stages.localized_debate:predict_methods"),
             methods=LMAD_METHODS,
             units=plan.prediction_units(LMAD_METHODS),
-            code=code_hash("lmad.stages.localized_debate.predict_methods"),
         conda:
             "../envs/pipeline.yaml"
         script:
-            "../workflow/scripts/lmad_predict.py"
+            "../workflow/scripts/stage.py"

@@ -22,10 +22,10 @@ rule manifest:
     log:
         "logs/manifest.log",
     params:
+        **stage("lmad.stages.manifest:manifest"),
         config=config,
         repo=run_path(workflow.basedir),
-        code=code_hash("lmad.stages.manifest.manifest"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/manifest.py"
+        "../workflow/scripts/stage.py"

@@ -14,7 +14,7 @@ if "sc-matched" in config["methods"]:
             target=lambda w: [layout.predictions(w.backbone, d, config["sc_matched"]["target"])
                               for d in plan.job_datasets(w)],
             prompt=config["prompts"]["solver"],
-            weights=lambda w: plan.model_files(w.backbone),
+            **BACKBONE_MODEL.input,
         output:
             samples=[layout.samples("{backbone}", d, "matched") for d in plan.job_datasets()],
         log:
@@ -22,7 +22,8 @@ if "sc-matched" in config["methods"]:
         benchmark:
             plan.job_log("generate", "matched", "logs/benchmarks", "tsv")
         params:
-            **plan.model_params(),
+            **stage("lmad.stages.matched:sc_matched"),
+            **BACKBONE_MODEL.params,
             target_method=config["sc_matched"]["target"],
             temperatures=config["agents"]["temperatures"],
             max_samples=config["sc_matched"]["max_samples"],
@@ -30,8 +31,8 @@ if "sc-matched" in config["methods"]:
             seed=plan.call_seed,
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: plan.model_threads(w.backbone)
+        threads: BACKBONE_MODEL.threads
         resources:
-            **plan.model_resources(),
+            **BACKBONE_MODEL.resources,
         script:
-            "../workflow/scripts/sc_matched.py"
+            "../workflow/scripts/stage.py"

@@ -17,15 +17,13 @@ if plan.opinion_datasets:
         log:
             "logs/{backbone}/opinion.log",
         params:
+            **stage("lmad.stages.opinion:opinion_table"),
             backbone=lambda w: w.backbone,
             datasets=plan.opinion_datasets,
             methods=config["methods"],
             round_units=plan.opinion_round_units(),
             prediction_units=plan.opinion_prediction_units(),
-            code=code_hash("lmad.stages.opinion.opinion_table", "lmad.stages.opinion.opinion_rows",
-                           "lmad.stages.opinion.summarize", "lmad.stages.opinion.final_answers",
-                           "lmad.stages.opinion.opinion_markdown", "lmad.answers.opinion_similarity"),
         conda:
             "../envs/pipeline.yaml"
         script:
-            "../workflow/scripts/opinion_table.py"
+            "../workflow/scripts/stage.py"

@@ -36,15 +36,8 @@ rule paper_table1:
     log:
         "logs/paper/table1.log",
     params:
+        **stage("lmad.stages.paper:table1"),
         **plan.run_scope("metric", "backbones", "datasets"),
-        code=code_hash(
-            "lmad.headline.headline",
-            "lmad.stages.paper.table1",
-            "lmad.paper.tables.table1_block",
-            "lmad.paper.tables.table1_markdown",
-            "lmad.paper.tables.table1_latex",
-            "lmad.number_format.fmt",
-        ),
         columns=plan.paper_columns(),
         baselines=config["paper"]["baselines"],
         target="lmad",
@@ -53,7 +46,7 @@ rule paper_table1:
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/paper_table1.py"
+        "../workflow/scripts/stage.py"
 
 
 rule paper_table2:
@@ -70,20 +63,12 @@ rule paper_table2:
     log:
         "logs/paper/table2.log",
     params:
+        **stage("lmad.stages.paper:table2"),
         **plan.run_scope("metric", "backbones", "datasets"),
-        code=code_hash(
-            "lmad.headline.headline",
-            "lmad.stages.paper.table2",
-            "lmad.stages.paper.gate_activated",
-            "lmad.stages.paper.guard_rejections",
-            "lmad.stages.paper._contains_gold",
-            "lmad.stages.units.read_golds",
-            "lmad.paper.tables.table2_block",
-        ),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/paper_table2.py"
+        "../workflow/scripts/stage.py"
 
 
 rule paper_cost:
@@ -96,12 +81,12 @@ rule paper_cost:
     log:
         "logs/paper/cost.log",
     params:
-        code=code_hash("lmad.stages.paper.cost_table", "lmad.stages.paper.lmad_call_summary"),
+        **stage("lmad.stages.paper:cost_table"),
         **plan.run_scope("backbones", "datasets", "methods"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/paper_cost.py"
+        "../workflow/scripts/stage.py"
 
 
 rule paper_headroom:
@@ -117,22 +102,12 @@ rule paper_headroom:
     log:
         "logs/paper/headroom.log",
     params:
+        **stage("lmad.stages.paper:headroom_table"),
         **plan.run_scope("metric", "backbones", "methods"),
-        code=code_hash(
-            "lmad.headline.headline",
-            "lmad.stages.paper.headroom_table",
-            "lmad.stages.paper.headroom_frame",
-            "lmad.paper.headroom.question_flags",
-            "lmad.paper.headroom.summarize",
-            "lmad.answers.gold_correct",
-            "lmad.answers.majority_vote",
-            "lmad.stages.units.read_golds",
-            "lmad.paper.dynamics.answers_by_qid",
-        ),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/paper_headroom.py"
+        "../workflow/scripts/stage.py"
 
 
 rule paper_figures:
@@ -149,27 +124,13 @@ rule paper_figures:
     log:
         "logs/paper/figures.log",
     params:
+        **stage("lmad.stages.paper:figures"),
         **plan.run_scope("metric", "backbones", "datasets", "methods"),
-        code=code_hash(
-            "lmad.headline.headline",
-            "lmad.stages.paper.figures",
-            "lmad.paper.figures.accuracy",
-            "lmad.paper.figures.pareto",
-            "lmad.paper.figures.rounds",
-            "lmad.paper.figures.lmad_trace",
-            "lmad.paper.figures.select_trace_questions",
-            "lmad.answers.gold_correct",
-            "lmad.answers.majority_vote",
-            "lmad.stages.units.read_golds",
-            "lmad.paper.dynamics.dynamics",
-            "lmad.paper.dynamics.correctness_by_round",
-            "lmad.paper.dynamics.answers_by_qid",
-        ),
         trace_questions=config["paper"]["trace_questions"],
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/paper_figures.py"
+        "../workflow/scripts/stage.py"
 
 
 rule paper_viewer:
@@ -186,18 +147,12 @@ rule paper_viewer:
     log:
         "logs/paper/viewer_{backbone}.log",
     params:
+        **stage("lmad.stages.paper:viewer"),
         metric=config["analysis"]["metric"],
-        code=code_hash(
-            "lmad.headline.headline",
-            "lmad.stages.paper.viewer",
-            "lmad.paper.viewer.turn_labels",
-            "lmad.paper.viewer.collect",
-            "lmad.paper.viewer.render",
-        ),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/paper_viewer.py"
+        "../workflow/scripts/stage.py"
 
 
 rule paper_dynamics:
@@ -210,19 +165,9 @@ rule paper_dynamics:
     log:
         "logs/paper/dynamics.log",
     params:
-        code=code_hash(
-            "lmad.stages.paper.dynamics_table",
-            "lmad.stages.paper.agent_vote_markdown",
-            "lmad.stages.paper._final_round",
-            "lmad.paper.dynamics.dynamics",
-            "lmad.paper.dynamics.correctness_by_round",
-            "lmad.paper.dynamics.answers_by_qid",
-            "lmad.answers.gold_correct",
-            "lmad.answers.majority_vote",
-            "lmad.stages.units.read_golds",
-        ),
+        **stage("lmad.stages.paper:dynamics_table"),
         backbones=BACKBONES,
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/paper_dynamics.py"
+        "../workflow/scripts/stage.py"

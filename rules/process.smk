@@ -14,21 +14,23 @@ rule process_scores:
         questions=plan.question_tables,
         rounds=plan.debate_replies,
         prompt=config["prompts"]["process_rubric"],
-        weights=plan.model_files(config["judge"]["model"]),
+        **JUDGE_MODEL.input,
     output:
         scores=layout.disagreement("{backbone}", "process_scores.parquet"),
     log:
         "logs/{backbone}/process/scores.log",
     params:
-        **plan.judge_params(),
+        **stage("lmad.stages.process:process_scores"),
+        **JUDGE_MODEL.params,
+        judge_name=JUDGE,
         max_tokens=config["process"]["max_tokens"],
     conda:
         "../envs/pipeline.yaml"
-    threads: plan.model_threads(config["judge"]["model"])
+    threads: JUDGE_MODEL.threads
     resources:
-        **plan.model_resources(config["judge"]["model"]),
+        **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/process_scores.py"
+        "../workflow/scripts/stage.py"
 
 
 # The rubric judge's known-answer battery (lmad.process.build_rubric_battery): the table shows the
@@ -37,7 +39,7 @@ rule rubric_validation:
     input:
         questions=plan.configured_questions(),
         prompt=config["prompts"]["process_rubric"],
-        weights=plan.model_files(config["judge"]["model"]),
+        **JUDGE_MODEL.input,
     output:
         battery=plan.rubric_validation_file("battery.parquet"),
         validation=plan.rubric_validation_file("validation.parquet"),
@@ -45,18 +47,20 @@ rule rubric_validation:
     log:
         f"logs/judge_validation/{config['judge']['model']}.rubric.log",
     params:
-        **plan.judge_params(),
+        **stage("lmad.stages.process:rubric_validation"),
+        **JUDGE_MODEL.params,
+        judge_name=JUDGE,
         max_tokens=config["process"]["max_tokens"],
         questions_per_dataset=config["process"]["battery_questions"],
         min_recall=config["process"]["min_recall"],
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
-    threads: plan.model_threads(config["judge"]["model"])
+    threads: JUDGE_MODEL.threads
     resources:
-        **plan.model_resources(config["judge"]["model"]),
+        **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/rubric_validation.py"
+        "../workflow/scripts/stage.py"
 
 
 rule process_table:
@@ -70,10 +74,8 @@ rule process_table:
     log:
         "logs/paper/process.log",
     params:
-        code=code_hash("lmad.stages.process.process_table", "lmad.stages.process._transitions",
-                       "lmad.process.rubric_summary", "lmad.paper.dynamics.dynamics",
-                       "lmad.answers.gold_correct", "lmad.stages.units.read_golds"),
+        **stage("lmad.stages.process:process_table"),
     conda:
         "../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/process_table.py"
+        "../workflow/scripts/stage.py"

@@ -29,17 +29,13 @@ if FINALIZE["enabled"]:
         log:
             "logs/paper/readout.log",
         params:
+            **stage("lmad.stages.readout:readout_table"),
             backbones=BACKBONES,
             methods=plan.finalizer_methods(),
-            code=code_hash("lmad.stages.readout.readout_table", "lmad.stages.readout.method_costs",
-                           "lmad.stages.readout._figure_readout", "lmad.paper.readout.readout_rows",
-                           "lmad.paper.readout.with_average", "lmad.paper.readout.lift_cells",
-                           "lmad.answers.gold_correct", "lmad.answers.majority_vote",
-                           "lmad.answers.same_answer", "lmad.stages.units.read_golds"),
         conda:
             "../envs/pipeline.yaml"
         script:
-            "../workflow/scripts/paper_readout.py"
+            "../workflow/scripts/stage.py"
 
     rule paper_headroom_lift:
         input:
@@ -54,9 +50,8 @@ if FINALIZE["enabled"]:
         log:
             "logs/paper/headroom_lift.log",
         params:
-            code=code_hash("lmad.stages.readout.headroom_lift", "lmad.paper.readout.lift_cells",
-                           "lmad.paper.readout.correlations"),
+            **stage("lmad.stages.readout:headroom_lift"),
         conda:
             "../envs/pipeline.yaml"
         script:
-            "../workflow/scripts/paper_headroom_lift.py"
+            "../workflow/scripts/stage.py"

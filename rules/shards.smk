@@ -22,12 +22,13 @@ if SHARDS > 1:
             dataset=DATASET_NAMES,
             shard=r"\d+",
         params:
+            **stage("lmad.stages.shards:shard_data"),
             shard=lambda w: int(w.shard),
             shards=SHARDS,
         conda:
             "../envs/pipeline.yaml"
         script:
-            "../workflow/scripts/shard_data.py"
+            "../workflow/scripts/stage.py"
 
     rule merge_shards:
         input:
@@ -40,7 +41,9 @@ if SHARDS > 1:
             dataset=DATASET_NAMES,
             # per-question tables live in subfolders (predictions/, samples/, <method>/)
             table=r"[^/]+/.+",
+        params:
+            **stage("lmad.stages.shards:merge_shards"),
         conda:
             "../envs/pipeline.yaml"
         script:
-            "../workflow/scripts/merge_shards.py"
+            "../workflow/scripts/stage.py"

@@ -20,7 +20,7 @@ if SOCIETIES["enabled"]:
         input:
             questions=lambda w: [plan.questions_path(w.backbone, d) for d in DATASETS],
             prompt=config["prompts"]["solver"],
-            weights=lambda w: plan.model_files(w.backbone),
+            **BACKBONE_MODEL.input,
         output:
             pool=layout.society("{backbone}", "pool"),
         log:
@@ -28,7 +28,8 @@ if SOCIETIES["enabled"]:
         benchmark:
             "logs/benchmarks/{backbone}/societies/pool.tsv"
         params:
-            **plan.model_params(),
+            **stage("lmad.stages.societies:society_pool"),
+            **BACKBONE_MODEL.params,
             temperatures=SOCIETIES["pool"]["temperatures"],
             personas=SOCIETIES["pool"]["personas"],
             variants=SOCIETIES["pool"]["variants"],
@@ -39,11 +40,11 @@ if SOCIETIES["enabled"]:
             call_seed=plan.call_seed,
         conda:
             "../envs/pipeline.yaml"
-        threads: lambda w: plan.model_threads(w.backbone)
+        threads: BACKBONE_MODEL.threads
         resources:
-            **plan.model_resources(),
+            **BACKBONE_MODEL.resources,
         script:
-            "../workflow/scripts/society_pool.py"
+            "../workflow/scripts/stage.py"
 
     rule society_select:
         input:
@@ -54,16 +55,14 @@ if SOCIETIES["enabled"]:
         log:
             "logs/{backbone}/societies/select.log",
         params:
+            **stage("lmad.stages.societies:society_select"),
             k=SOCIETIES["k"],
             sc_min_support=SOCIETIES["sc_min_support"],
             default_temperatures=config["agents"]["temperatures"],
-            code=code_hash("lmad.stages.societies.select_societies", "lmad.societies.greedy",
-                           "lmad.societies.support_scores", "lmad.societies.evaluate",
-                           "lmad.societies.society_scores"),
         conda:
             "../envs/pipeline.yaml"
         script:
-            "../workflow/scripts/society_select.py"
+            "../workflow/scripts/stage.py"
 
     rule paper_societies:
         input:
@@ -77,9 +76,8 @@ if SOCIETIES["enabled"]:
         log:
             "logs/paper/societies.log",
         params:
-            code=code_hash("lmad.stages.societies.societies_table", "lmad.stages.societies.debate_rows",
-                           "lmad.stages.societies._debates_markdown"),
+            **stage("lmad.stages.societies:societies_table"),
         conda:
             "../envs/pipeline.yaml"
         script:
-            "../workflow/scripts/paper_societies.py"
+            "../workflow/scripts/stage.py"

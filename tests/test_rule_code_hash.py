@@ -1,10 +1,17 @@
-"""Every rule that runs library code without a model call carries a ``code_hash`` param of the
+"""Every rule that runs library code names its stage function once, ``params: **stage("module:function")``
+(lmad.smk.stage), and runs the one script workflow/scripts/stage.py; the name brings the hash of the
 code that makes its artifact (lmad.smk.code_hash: the stage's module and every lmad module it
-imports), so editing that code reruns the rule (params are a rerun trigger; its two-line
-script never changes)."""
+imports), so editing that code reruns the rule (params are a rerun trigger; the script never changes)."""
+import importlib
 import re
+from types import SimpleNamespace
+
+import pytest
 
 from conftest import REPO
+
+STAGE = re.compile(r'^\s*\*\*stage\("([\w.]+:\w+)"\),$', re.M)
+SCRIPT = REPO / "workflow" / "scripts" / "stage.py"
 
 
 def _rules():
@@ -27,29 +34,60 @@ def _rules():
             yield current
 
 
-def test_every_paper_rule_hashes_its_code():
-    paper = {}
+# The target rules: they run no code.
+TARGETS = {"all", "paper"}
+
+
+def stages() -> dict[str, str]:
+    """rule name: the stage function its params name."""
+    out = {}
     for file, name, _, body in _rules():
         text = "\n".join(body)
-        outputs = text.split("output:")[1].split("log:")[0] if "output:" in text else ""
-        if "layout.paper(" in outputs or "paper_figure_outputs" in outputs:
-            paper[f"{file}:{name}"] = "code_hash(" in text
-    assert len(paper) >= 10, paper  # the parse found the paper rules
-    assert [rule for rule, hashed in paper.items() if not hashed] == []
+        if name in TARGETS:
+            assert "script:" not in text and not STAGE.search(text), f"{file}:{name}"
+            continue
+        named = STAGE.findall(text)
+        assert len(named) == 1 and "code_hash(" not in text, f"{file}:{name}: name its stage once, **stage(...)"
+        script = (REPO / "rules" / text.split("script:")[-1].strip().strip('"')).resolve()
+        assert script == SCRIPT.resolve(), f"{file}:{name}: runs {script}, not {SCRIPT}"
+        out[name] = named[0]
+    return out
 
 
-# Rules without a code hash, and why: model rules (their replies are cached per request, and a
-# rerun of one would re-read every cached call), the data plumbing (a rebuilt questions table
-# reruns the whole run: a loader change is a new dataset version, run with --forcerun
-# prepare_data), and the target rules that run no code.
-UNHASHED = {"prepare_data", "backbone_questions", "convert_model", "shard_data", "merge_shards", "all", "paper"}
+def test_every_rule_names_one_stage_and_runs_the_one_script():
+    named = stages()
+    assert len(named) >= 45 and {"judge", "generate", "paper_table1", "merge_shards"} <= set(named)
+    assert sorted(p.name for p in (REPO / "workflow" / "scripts").iterdir()) == ["stage.py"]
 
 
-def test_every_rule_that_runs_library_code_without_a_model_hashes_it():
-    missing = [f"{file}:{name}" for file, name, _, body in _rules()
-               if name not in UNHASHED and "model_resources(" not in "\n".join(body)
-               and "code_hash(" not in "\n".join(body)]
-    assert missing == []
+@pytest.mark.parametrize("rule", sorted(stages()))
+def test_each_named_stage_is_a_function_of_the_stages(rule):
+    module, _, function = stages()[rule].partition(":")
+    assert module.startswith("lmad.stages.") and callable(getattr(importlib.import_module(module), function))
+
+
+def test_a_stage_name_brings_its_code_hash_and_reaches_no_stage_function(tmp_path):
+    from lmad import smk
+
+    params = smk.stage("lmad.stages.analyze:analyze")
+    assert params == {"function": "lmad.stages.analyze:analyze", "code": smk.code_hash("lmad.stages.analyze.analyze")}
+    for bad in ("lmad.stages.analyze.analyze", "lmad.stages.analyze:", ":analyze"):
+        with pytest.raises(ValueError, match="module:function"):
+            smk.stage(bad)
+
+    seen = {}
+
+    def probe(out, provenance, mode):
+        seen.update(out=out, mode=mode, provenance=provenance)
+
+    job = SimpleNamespace(log=[str(tmp_path / "job.log")], input={}, output={"out": str(tmp_path / "out")},
+                          params={**params, "mode": "ok"}, rule="probe", wildcards={})
+    smk.run_rule(job, probe)  # a stage given directly (tests) wins over the param
+    assert seen["mode"] == "ok" and "function" not in seen and "code" not in seen
+    # the provenance's config hash is of the stage's own params only
+    assert seen["provenance"]["config_sha"] == smk.provenance("probe", {}, {"mode": "ok"}, [])["config_sha"]
+    with pytest.raises(ValueError, match="no stage to run"):
+        smk.run_rule(SimpleNamespace(**{**vars(job), "params": {"mode": "ok"}}))
 
 
 def test_a_shared_module_reruns_the_rules_that_import_it(monkeypatch):

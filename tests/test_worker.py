@@ -24,8 +24,10 @@ import sys
 from types import SimpleNamespace
 from lmad.smk import run_rule
 out, log, mode, stage = sys.argv[1:5]
-job = SimpleNamespace(log=[log], input={}, output={"out": out}, params={"mode": mode}, rule="probe", wildcards={})
-run_rule(job, stage)
+# the stage named by the rule's params, as workflow/scripts/stage.py runs every rule (lmad.smk.stage)
+job = SimpleNamespace(log=[log], input={}, output={"out": out}, params={"function": stage, "code": "0", "mode": mode},
+                      rule="probe", wildcards={})
+run_rule(job)
 """
 
 

@@ -14,7 +14,8 @@ iterations ascending. Patterns (a rule's ``output:``) keep the ``{backbone}``, `
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from . import committees, layout
 from .data import ANSWER_TYPE
@@ -40,6 +41,18 @@ MODEL_RULES = {
     "judge": ["judge", "judge_validation", "pushback_validation", "pushback", "process_scores", "rubric_validation"],
     "juror": ["jury"],
 }
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """The sections every model rule repeats, for its kind of model (MODEL_RULES), each spread into
+    its section of the rule (rules/common.smk): ``input: **M.input`` (the model's converted weights,
+    an order-only input: lmad.smk.DEPENDENCY_ONLY), ``params: **M.params`` (the model's spec and
+    the call cache), ``threads: M.threads``, ``resources: **M.resources``."""
+    input: dict[str, Any]
+    params: dict[str, Any]
+    threads: int | Callable[[Any], int]
+    resources: dict[str, Any]
 
 
 class Plan:
@@ -212,13 +225,23 @@ class Plan:
                     out[key] = max(out[key], value)
         return out
 
-    def judge_params(self) -> dict:
-        """The params of a stage run by the run's judge model (validation, layer B, the rubric)."""
-        return {"model": self.model_spec(self.judge), "judge_name": self.judge, "cache_dir": self.config["cache_dir"]}
+    def model_rule(self, kind: str) -> ModelRule:
+        """The repeated sections of a rule of ``kind`` (MODEL_RULES): "judge", the run's judge model;
+        "backbone" and "juror", the model the job's wildcard of that name names."""
+        cache_dir = self.config["cache_dir"]
+        if kind == "judge":
+            return ModelRule(input={"weights": self.model_files(self.judge)},
+                             params={"model": self.model_spec(self.judge), "cache_dir": cache_dir},
+                             threads=self.model_threads(self.judge), resources=self.model_resources(self.judge))
+        models = {"backbone": self.config["backbones"], "juror": self.jurors}[kind]
 
-    def model_params(self) -> dict:
-        """The params every backbone model stage passes its stage function."""
-        return {"model": lambda w: self.model_spec(w.backbone), "cache_dir": self.config["cache_dir"]}
+        def named(w):
+            return getattr(w, kind)
+
+        return ModelRule(input={"weights": lambda w: self.model_files(named(w))},
+                         params={"model": lambda w: self.model_spec(named(w)), "cache_dir": cache_dir},
+                         threads=lambda w: self.model_threads(named(w)),
+                         resources=self.model_resources(wildcard=kind, models=models))
 
     def model_resources(self, name=None, wildcard: str = "backbone", models=None) -> dict:
         """A model rule's resources (lmad.job_resources): the sizing of a fixed model; for a rule
@@ -341,8 +364,8 @@ class Plan:
         return self.job_log("lmad", f"iter{{iteration}}/{stage}", folder, ext)
 
     def lmad_params(self) -> dict:
-        """The params every LMAD model stage passes its stage function."""
-        return {"units": self.lmad_units(), **self.model_params(), "iteration": lambda w: int(w.iteration)}
+        """The params every LMAD model stage passes its stage function (beside its model's, model_rule)."""
+        return {"units": self.lmad_units(), "iteration": lambda w: int(w.iteration)}
 
     def lmad_state(self, wildcards) -> dict:
         """The states entering iteration k: the previous commit's; none at k = 0 (all active, P empty)."""

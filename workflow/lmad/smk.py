@@ -1,10 +1,12 @@
 """The one bridge between a Snakemake rule and a library function.
 
-A rule's script is two lines: it hands the dotted name of a stage function to
-``run_rule``, which builds the job (lmad.job: the function with the rule's named inputs,
-outputs and params as keyword arguments, plus a ``provenance`` dict for the Parquet metadata)
-and runs it, its logging sent to the rule's ``log:`` file; in a child of the warm worker
-(lmad.worker) when a local run has one, else in the script's own process.
+A rule names its stage function once, in its params (``**stage("lmad.stages.judge:judge")``:
+the name and the hash of its code), and every rule runs the one script
+workflow/scripts/stage.py, which calls ``run_rule``. That builds the job (lmad.job: the
+function with the rule's named inputs, outputs and params as keyword arguments, plus a
+``provenance`` dict for the Parquet metadata) and runs it, its logging sent to the rule's
+``log:`` file; in a child of the warm worker (lmad.worker) when a local run has one, else in
+the script's own process.
 """
 from __future__ import annotations
 
@@ -21,8 +23,21 @@ from .worker import run_in_worker
 
 # Inputs that only order jobs (the stage reads them through its model spec).
 DEPENDENCY_ONLY = {"weights"}
-# Params that only trigger reruns (lmad.smk.code_hash); no stage function receives them.
-RERUN_ONLY = {"code"}
+# The params ``stage`` sets: the stage function's name, which run_rule runs, and its code hash,
+# which only triggers reruns; no stage function receives them ("stage" is a param of rule generate's).
+FUNCTION, CODE = "function", "code"
+RERUN_ONLY = {FUNCTION, CODE}
+
+
+def stage(name: str) -> dict[str, str]:
+    """A rule's params: the stage function it runs (``function``, ``"module:function"``: the module is
+    imported only where the job runs, in the warm worker's child or the script's process) and the
+    hash of that stage's code (``code``, ``code_hash``): editing the stage's module, or any lmad
+    module it imports, reruns the rule."""
+    module, sep, function = name.partition(":")
+    if not (sep and module and function):
+        raise ValueError(f"stage {name!r}: expected 'module:function'")
+    return {FUNCTION: name, CODE: code_hash(f"{module}.{function}")}
 
 
 def _jsonable(value: Any) -> Any:
@@ -64,11 +79,15 @@ def server_defaults() -> dict:
     return json.loads(os.environ.get(SERVER_DEFAULTS_ENV) or "{}")
 
 
-def run_rule(smk, stage: str | Callable[..., None]) -> None:
-    """Run a rule's stage function with its named inputs, outputs and params. ``stage`` is
-    ``"module:function"`` in the rules' scripts, so that a job the warm worker takes
-    (lmad.worker) never imports the stage itself; it runs here when no worker takes it."""
+def run_rule(smk, function: str | Callable[..., None] | None = None) -> None:
+    """Run a rule's stage function with its named inputs, outputs and params. The stage is the
+    rule's ``function`` param (``stage()``), ``"module:function"``, so that a job the warm worker
+    takes (lmad.worker) never imports the stage itself; it runs here when no worker takes it.
+    ``function``: a stage given directly (tests), instead of the param."""
     inputs, outputs, params = _named(smk.input), _named(smk.output), _named(smk.params)
+    function = params.get(FUNCTION) if function is None else function
+    if function is None:
+        raise ValueError(f"rule {smk.rule}: no stage to run (params: **stage(\"module:function\"))")
     inputs = {k: v for k, v in inputs.items() if k not in DEPENDENCY_ONLY}
     params = {k: v for k, v in params.items() if k not in RERUN_ONLY}
     clash = (set(inputs) & set(outputs)) | (set(inputs) & set(params)) | (set(outputs) & set(params))
@@ -78,9 +97,9 @@ def run_rule(smk, stage: str | Callable[..., None]) -> None:
     kwargs = {**inputs, **outputs, **params,
               "provenance": provenance(smk.rule, dict(smk.wildcards.items()), params, prompts)}
     kwargs.update(served_placement(params, server_defaults()))
-    job = Job(smk.rule, smk.log[0] if smk.log else None, stage, kwargs)
+    job = Job(smk.rule, smk.log[0] if smk.log else None, function, kwargs)
     status = None
-    if isinstance(stage, str):
+    if isinstance(function, str):
         status = run_in_worker(job)
     if status is None:
         execute(job)
@@ -90,8 +109,8 @@ def run_rule(smk, stage: str | Callable[..., None]) -> None:
 
 def code_hash(*functions: str) -> str:
     """Short hash of the code that makes one artifact: the modules of the functions (dotted
-    names) and every lmad module those import, at any depth. As a rule param it reruns the rule
-    when the library code it runs changes (params are a rerun trigger; the rule's two-line
+    names) and every lmad module those import, at any depth. As a rule param (``stage``) it reruns
+    the rule when the library code it runs changes (params are a rerun trigger; the rules' one
     script never changes): a shared module (answer_types, stats) reruns every rule that uses it."""
     modules = {name.rpartition(".")[0] for name in functions}
     digest = hashlib.sha256()

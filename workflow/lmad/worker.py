@@ -3,8 +3,9 @@ and every stage module already.
 
 Why: most of a short job's CPU is its interpreter importing polars and the stage (~0.2 s
 of ~0.4 s), and LMAD's chain of short jobs waits for that five times per iteration.
-Snakemake still starts every job's two-line script, so logs, metadata, benchmarks and
-reruns are what they were; the script hands its job here instead of importing the stage.
+Snakemake still starts every job's script (workflow/scripts/stage.py), so logs, metadata,
+benchmarks and reruns are what they were; the script hands its job here instead of importing
+the stage.
 A forked child takes over the script's stdout, stderr, environment and working directory,
 runs the stage and sends back its exit status.
 

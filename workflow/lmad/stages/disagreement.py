@@ -179,7 +179,7 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
 
 def disagreement_table(steps: list[str], labels: list[str], validation: list[str], csv: str, md: str,
                        self_report: bool, provenance: dict, lmad_reports: list[str] | None = None,
-                       png: str | None = None, code: str = "") -> None:
+                       png: str | None = None) -> None:
     """results/paper/disagreement.{csv,md} from the rounds' ``debate_steps`` and LMAD's self-report
     tables (layer A), the backbones' pushback labels and the judge's validation (layer B; empty
     lists when off)."""

@@ -58,8 +58,7 @@ def _pct(x: float) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{100 * x:.1f} %"
 
 
-def jury_table(verdicts: list[str], csv: str, md: str, pair: list[str], min_rate: float, provenance: dict,
-               code: str = "") -> None:
+def jury_table(verdicts: list[str], csv: str, md: str, pair: list[str], min_rate: float, provenance: dict) -> None:
     """results/paper/jury.{csv,md}: per backbone, A wins / ties / B wins of the swap-checked jury,
     with its swap-consistency and sensitivity; a jury below the floor is FAILED and its verdicts
     are not shown."""

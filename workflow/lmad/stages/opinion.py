@@ -111,7 +111,7 @@ def opinion_markdown(backbone: str, rows: Sequence[dict]) -> str:
 
 def opinion_table(questions: list[str], rounds: list[str], predictions: list[str], table: str, table_md: str,
                   backbone: str, datasets: list[str], methods: list[str], round_units: list, prediction_units: list,
-                  provenance: dict, code: str = "") -> None:
+                  provenance: dict) -> None:
     """Write ``table`` (table ``opinion``) and ``table_md`` for one backbone (see the module docstring);
     rows in config order (``datasets``, ``methods``)."""
     check_aligned("opinion_table", len(prediction_units), predictions=predictions)

@@ -2,8 +2,8 @@
 saved Parquet only — no model calls. Each function is one rule's job; inputs are file lists of
 the results layout, and ``lmad.layout.parse`` says which backbone (dataset, method) each file is.
 
-``code`` is the rule's ``code_hash(...)`` param (lmad.smk) — a hash of the functions that make the artifact,
-so that editing one figure's or table's code reruns only its rule; the functions ignore it."""
+Each rule's ``code`` param (lmad.smk.stage) hashes this module and every lmad module it imports:
+editing them reruns the paper rules, and nothing that makes their inputs."""
 from __future__ import annotations
 
 import logging
@@ -69,7 +69,7 @@ def accuracy_cells(judged: pl.DataFrame, backbone: str) -> dict[tuple[str, str],
 
 def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, backbones: list[str],
            datasets: list[str], columns: list[str], baselines: list[str], target: str, bootstrap_resamples: int,
-           seed: int, metric: str, provenance: dict, code: str = "") -> None:
+           seed: int, metric: str, provenance: dict) -> None:
     """Headline metric per backbone × dataset + Avg.; Δ = target − strongest baseline of the row, with
     a paired-bootstrap 95% CI on the Avg. row (questions resampled within each dataset)."""
     head = read_headline(validation, metric)
@@ -187,8 +187,7 @@ def guard_rejections(traces: list[str], questions: list[str]) -> list[dict]:
 
 
 def table2(judgments: list[str], validation: str, traces: list[str], questions: list[str], csv: str, md: str,
-           tex: str, checks_csv: str, backbones: list[str], datasets: list[str], metric: str, provenance: dict,
-           code: str = "") -> None:
+           tex: str, checks_csv: str, backbones: list[str], datasets: list[str], metric: str, provenance: dict) -> None:
     head = read_headline(validation, metric)
     judged = with_score(load_judgments(judgments), head.metric)
     trace = load("lmad_trace", traces)
@@ -265,7 +264,7 @@ def lmad_call_summary(traces: list[str]) -> dict[tuple[str, str], dict]:
 
 
 def cost_table(predictions: list[str], csv: str, md: str, backbones: list[str], datasets: list[str],
-               methods: list[str], provenance: dict, code: str = "", traces: list[str] = ()) -> None:
+               methods: list[str], provenance: dict, traces: list[str] = ()) -> None:
     """Calls, prompt and generated tokens per question: mean per dataset, then macro-average.
     LMAD methods also show the auxiliary calls of the last iteration (spent after the last
     regeneration: they cannot change an answer) and the truncation rate per role."""
@@ -359,7 +358,7 @@ def headroom_frame(questions: list[str], proposals: list[str], judgments: list[s
 
 def headroom_table(questions: list[str], proposals: list[str], judgments: list[str], validation: str, csv: str,
                    md: str, backbones: list[str], methods: list[str], metric: str, provenance: dict,
-                   code: str = "", rounds0: list[str] = ()) -> None:
+                   rounds0: list[str] = ()) -> None:
     head = read_headline(validation, metric)
     methods = [m for m in methods if m != "cot"]
     frame = headroom_frame(questions, proposals, judgments, methods, list(rounds0))
@@ -393,7 +392,7 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
 # ---- debate dynamics ----
 
 def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, backbones: list[str],
-                   provenance: dict, code: str = "") -> None:
+                   provenance: dict) -> None:
     """Per backbone × method (macro over datasets) and per dataset: round-wise agent / strict-majority
     accuracy, R-final accuracy by initial composition and on TrueMAD's difficult questions, CPL, AME,
     CMP1vK (lmad.paper.dynamics). Correctness is each question's answer type's own rule."""
@@ -475,7 +474,7 @@ FIGURES = ("accuracy", "pareto", "rounds", "lmad_trace")
 
 def figures(judgments: list[str], validation: str, predictions: list[str], questions: list[str],
             rounds: list[str], traces: list[str], backbones: list[str], datasets: list[str], methods: list[str],
-            metric: str, trace_questions: int, provenance: dict, code: str = "", **out: str) -> None:
+            metric: str, trace_questions: int, provenance: dict, **out: str) -> None:
     """Every figure of the run in one job (rule paper_figures), so matplotlib is imported and
     the judgments read once. ``out`` holds ``<figure>_png`` and ``<figure>_pdf`` for each
     figure of FIGURES the config asks for (rounds: debate methods; lmad_trace: LMAD)."""
@@ -500,7 +499,7 @@ def figures(judgments: list[str], validation: str, predictions: list[str], quest
 
 
 def viewer(questions: list[str], judgments: list[str], validation: str, traces: list[str], rounds: list[str],
-           html: str, metric: str, provenance: dict, code: str = "", steps: list[str] = (),
+           html: str, metric: str, provenance: dict, steps: list[str] = (),
            lmad_reports: list[str] = (), labels: list[str] = (), pushback_validation: list[str] = ()) -> None:
     """The trace viewer; ``steps`` .. ``pushback_validation``: the disagreement layers' tables of
     this backbone, each empty when its layer is off (lmad.paper.viewer.turn_labels)."""

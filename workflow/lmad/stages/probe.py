@@ -92,8 +92,7 @@ def _f(x, pct=False) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:.1f}" if pct else f"{x:.2f}"
 
 
-def probe_table(reads: list[str], csv: str, md: str, png: str, min_mass: float, provenance: dict,
-                code: str = "") -> None:
+def probe_table(reads: list[str], csv: str, md: str, png: str, min_mass: float, provenance: dict) -> None:
     """results/paper/probe.{csv,md,png}: per backbone, the expected stance (1-7) in each
     condition, the TREAT−CONTROL shift toward the opponent and the margin loss, with 95 %
     intervals, over the cells whose three reads are valid."""

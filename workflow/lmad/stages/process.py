@@ -120,7 +120,7 @@ def _fmt(x) -> str:
 
 def process_table(questions: list[str], scores: list[str], rounds: list[str], csv: str, md: str,
                   validation: str, provenance: dict, lmad_generate: list[str] | None = None,
-                  rubric_validation: list[str] | None = None, code: str = "") -> None:
+                  rubric_validation: list[str] | None = None) -> None:
     """results/paper/process.{csv,md}: per backbone x method (a toned variant is its own), the
     rubric means with 95 % intervals (only when the rubric judge PASSED its battery,
     ``rubric_validation``; none given: unvalidated) and CPL / AME / CMP1v(K-1)."""

@@ -114,7 +114,7 @@ def _figure_readout(frame: pl.DataFrame, cells: list[dict], png: str, backbones:
 
 def readout_table(questions: list[str], finalized: list[str], predictions: list[str], round_samples: list[str],
                   round_steps: list[str], traces: list[str], votes: list[str], csv: str, md: str, png: str,
-                  backbones: list[str], methods: list[str], provenance: dict, code: str = "") -> None:
+                  backbones: list[str], methods: list[str], provenance: dict) -> None:
     golds = read_golds(questions)
     fin = load("finalized", finalized)
     costs = method_costs(round_samples, round_steps, traces, list(dict.fromkeys(votes)), methods)
@@ -152,7 +152,7 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
 
 
 def headroom_lift(questions: list[str], finalized: list[str], predictions: list[str], csv: str, md: str, png: str,
-                  provenance: dict, code: str = "") -> None:
+                  provenance: dict) -> None:
     """The headroom–lift scatter across cells (backbone × dataset × method), Pearson and Spearman."""
     golds = read_golds(questions)
     cells = ro.lift_cells(load("finalized", finalized), load("predictions", predictions), golds)

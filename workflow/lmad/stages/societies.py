@@ -128,7 +128,7 @@ def select_societies(pool: pl.DataFrame, k: int, sc_min_support: float, default_
 
 
 def society_select(pool: str, members: str, evaluation: str, k: int, sc_min_support: float,
-                   default_temperatures: list[float], provenance: dict, code: str = "") -> None:
+                   default_temperatures: list[float], provenance: dict) -> None:
     frame = read_table("society_pool", pool)
     m, e = select_societies(frame, k, sc_min_support, default_temperatures)
     write_table("society_members", m, members, provenance)
@@ -162,7 +162,7 @@ def debate_rows(pools: list[str], predictions: list[str], questions: list[str]) 
 
 
 def societies_table(evaluation: list[str], members: list[str], csv: str, md: str, provenance: dict,
-                    code: str = "", pools: list[str] = (), predictions: list[str] = (), questions: list[str] = (),
+                    pools: list[str] = (), predictions: list[str] = (), questions: list[str] = (),
                     debates_csv: str | None = None) -> None:
     ev = pl.concat([read_table("society_eval", p).with_columns(pl.lit(layout.parse(p).backbone).alias("backbone"))
                     for p in evaluation]) if evaluation else pl.DataFrame()
