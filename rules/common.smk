@@ -130,6 +130,7 @@ def refuse_report_before_run():
 # scripts (local rules: they inherit this process's environment).
 SERVER_DEFAULTS = profile_defaults(workflow.resource_settings.default_resources)
 os.environ[SERVER_DEFAULTS_ENV] = json.dumps(SERVER_DEFAULTS)
+plan.default_resources = SERVER_DEFAULTS
 
 
 def check_slurm_placement():

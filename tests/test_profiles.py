@@ -227,3 +227,26 @@ def test_a_gpu_for_a_non_vllm_model_is_refused(workdir):
     write_config(workdir, config)
     proc = snakemake(workdir, "--dry-run", check=False)
     assert proc.returncode != 0 and "models.scripted.resources.gpu" in proc.stdout + proc.stderr
+
+
+def test_a_served_backbone_beside_an_offline_one_plans_with_the_profiles_memory(workdir):
+    """A model rule over both: the offline GPU backbone's jobs keep their sizing, the served one's
+    clients get the profile's mem_mb (Snakemake takes no unset memory per job: the dry run failed)."""
+    models = {
+        "offline": {"backend": "vllm", "model": "org/offline", "serve": False},
+        "served": {"backend": "vllm", "model": "org/served", "serve": True},
+    }
+    config = make_config(workdir, n=1, models=models, backbones=("offline", "served"), methods=("cot", "mad"))
+    config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
+    config["judge"]["model"] = "offline"
+    write_config(workdir, config)
+    jobs = planned_jobs("--profile", str(SLURM_PROFILE), "--directory", str(workdir), "--snakefile",
+                        str(REPO / "Snakefile"), "--configfile", str(workdir / "config.yaml"))
+    seen = set()
+    for rule, wildcards, res in jobs:
+        if rule in ("generate", "debate_round"):
+            model = model_of(rule, wildcards, config)
+            seen.add(model)
+            want = ("1", "32000") if model == "offline" else ("0", "4000")
+            assert (res.get("gpu", "0"), res["mem_mb"]) == want, (rule, wildcards, res)
+    assert seen == {"offline", "served"}

@@ -15,6 +15,11 @@ SERVER_REQUIRED = ("slurm_partition", "mem_mb", "runtime")
 SERVER_DEFAULTS_ENV = "LMAD_SERVER_DEFAULTS"
 # A GPU job's defaults when models.<name>.resources does not set them.
 GPU_JOB_DEFAULTS = {"mem_mb_per_gpu": 32000, "runtime": 720, "cpus_per_gpu": 8}
+# A resource with a unit must be a number (Snakemake cannot leave mem_mb unset per job): a job of
+# a model that sets none, in a rule where another model sets it (a served backbone's client beside
+# an offline GPU one), gets the profile's default, else Snakemake's own.
+def unset_mem_mb(defaults: dict, input) -> int:
+    return defaults.get("mem_mb") or max(2 * input.size_mb, 1000)
 
 
 def model_sizing(models: dict, name: str, served_as_client: bool = True) -> dict:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from . import committees, layout
 from .data import ANSWER_TYPE
 from .data.loaders import dataset_type
-from .job_resources import model_sizing
+from .job_resources import model_sizing, unset_mem_mb
 from .layout import shard_name, shard_names
 from .protocols.debate import setting_of
 from .registry import METHODS, TABLE2_METHODS, TRACE_FIGURE_METHODS, names
@@ -60,6 +60,8 @@ class Plan:
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
+        # the profile's default resources (lmad.job_resources.profile_defaults), set by the Snakefile
+        self.default_resources: dict = {}
         self.datasets = list(config["datasets"])
         # a backbone wildcard names a run (lmad.layout.runs): the backbone, or one replicate
         # {backbone}/seed{s} when the config lists `seeds`; models via layout.model_of
@@ -255,7 +257,10 @@ class Plan:
         return {key: self._wildcard_resource(key, wildcard) for key in keys}
 
     def _wildcard_resource(self, key: str, wildcard: str):
-        return lambda w: self.sizing(getattr(w, wildcard)).get(key)
+        def resource(wildcards, input):
+            value = self.sizing(getattr(wildcards, wildcard)).get(key)
+            return unset_mem_mb(self.default_resources, input) if value is None and key == "mem_mb" else value
+        return resource
 
     def served_client_rules(self, defined: set[str]) -> list[str]:
         """Model rules every model of which is served: their jobs only talk to the model's server,
