@@ -4,7 +4,7 @@
 # answers (samples), other calls (debate_steps) and per-question state (debate_state)
 # under results/{backbone}/{dataset}/{debate_method}/. Round 0 of the MAD
 # family is the shared self-consistency proposals (zero calls). The protocols are data in
-# lmad.protocols.debate.methods; input functions live in rules/common.smk.
+# lmad.protocols.debate.methods; input functions are lmad.plan's.
 
 
 rule debate_round:

@@ -1,7 +1,7 @@
 # Swap-checked pairwise jury of the layered-disagreement paper (docs/studies.md "Pairwise jury"), selected by config `jury.pair`:
 # per backbone and juror model one job judges every question's pair of final answers and the
 # sensitivity battery, each in both orders, in one batch; the table takes the jury's majority.
-# Input functions live in rules/common.smk.
+# Input functions are lmad.plan's.
 
 
 localrules:

@@ -1,7 +1,7 @@
 # Process metrics of the TrueMAD paper (docs/studies.md "Process metrics"), selected by config `process.rubric`:
 # the judge model scores every debate reply on RP / EI / NC (one job per backbone, one batch),
 # and the table adds CPL / AME / CMP1v(K-1) of every debating method, LMAD included. Input
-# functions live in rules/common.smk.
+# functions are lmad.plan's.
 
 
 localrules:

@@ -1,6 +1,6 @@
 # Readout tables and figures of the finalizers (docs/methods.md "Finalizers and round-level controls"):
 # Parquet in, results/paper/readout.* and headroom_lift.* out, no model calls. Off unless
-# finalizers.enabled (input functions in rules/common.smk).
+# finalizers.enabled (input functions: lmad.plan).
 
 
 if FINALIZE["enabled"]:

@@ -14,7 +14,7 @@ LAYERS = [
     # tables, paths, files, answers, numbers, figures, processes: no model, no method
     ("core", ["lmad", "lmad.schemas", "lmad.layout", "lmad.atomic", "lmad.data", "lmad.answers",
               "lmad.model_json", "lmad.cost", "lmad.number_format", "lmad.stats", "lmad.plotting", "lmad.headline",
-              "lmad.judge_battery", "lmad.tones", "lmad.job", "lmad.job_resources", "lmad.processes", "lmad.runlock",
+              "lmad.judge_battery", "lmad.tones", "lmad.job", "lmad.job_resources", "lmad.liveness", "lmad.runlock",
               "lmad.run_end"]),
     # the model seam: every backend, the call cache, served vLLM, batching by backend
     ("backends", ["lmad.backends"]),
@@ -26,8 +26,10 @@ LAYERS = [
     ("studies", ["lmad.disagreement", "lmad.paper", "lmad.jury", "lmad.process", "lmad.finalizers"]),
     # the rules' stage functions: read tables, call the layers below, write tables
     ("stages", ["lmad.stages"]),
-    # Snakemake's side: the rule bridge, the warm worker, the planning and the config checks
-    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan", "lmad.slurm_placement", "lmad.report_check"]),
+    # Snakemake's side: the rule bridge, the warm worker, the planning, the config checks and the
+    # forecast that reads the plan
+    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan", "lmad.slurm_placement", "lmad.report_check",
+              "lmad.forecast"]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 

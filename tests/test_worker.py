@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REPO, make_config, snakemake
 from lmad import worker
-from lmad.processes import alive
+from lmad.liveness import alive
 
 TESTS = Path(__file__).parent
 CLIENT = r"""

@@ -1,6 +1,6 @@
 """Where every results table lives: the one owner of the ``results/`` layout.
 
-Builders return a table's path; the rules' input functions (rules/common.smk) and every
+Builders return a table's path; the rules' input functions (lmad.plan) and every
 rule's ``output:`` call them, so a path is written once. Passing a wildcard pattern such
 as ``"{backbone}"`` for an argument gives the Snakemake pattern of that output.
 :func:`parse` is the other direction: library readers that need to know which backbone,

@@ -23,7 +23,7 @@ import socket
 import sys
 from pathlib import Path
 
-from .processes import alive, start_time
+from .liveness import alive, start_time
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..job_resources import server_unplaced
-from ..processes import alive
+from ..liveness import alive
 
 log = logging.getLogger(__name__)
 
