@@ -243,3 +243,30 @@ def test_every_named_commit_exists():
     unknown = [f"{page}: {c}" for page, c in sorted(named) if subprocess.run(
         ["git", "cat-file", "-e", f"{c}^{{commit}}"], cwd=REPO, capture_output=True).returncode != 0]
     assert not unknown, "no such commit:\n" + "\n".join(unknown)
+
+
+# The SLURM recipe of README.md and docs/running.md ("Run on SLURM", "GPU sizing"), as they give it
+SLURM_RECIPE = ("--profile", "workflow/profiles/slurm", "--configfile", "config/paper.yaml",
+                "--default-resources", "slurm_partition=cpu", "slurm_account=myproject", "mem_mb=4000", "runtime=60")
+# a rule as the docs show it: its name line (a comment may follow), then its resources line
+SHOWN_RULE = re.compile(r"^(?:local)?rule (\w+):.*\n(    resources: .*)$", re.MULTILINE)
+
+
+def test_the_slurm_recipes_dry_run_lines_are_what_it_prints():
+    """What the docs say the recipe's dry run prints for a served model's clients (the judge's
+    judge_validation, generate) is what it prints: the profile's placement, gpu=0."""
+    pytest.importorskip("snakemake_executor_plugin_slurm", reason="the SLURM executor plugin is missing")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", *SLURM_RECIPE], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    printed: dict[str, set[str]] = {}
+    for block in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", proc.stdout, re.MULTILINE):
+        for resources in re.findall(r"^    resources: .*$", block.group(2), re.MULTILINE):
+            printed.setdefault(block.group(1), set()).add(resources)
+    recipe = " ".join(SLURM_RECIPE[4:])
+    for page in ("README.md", "docs/running.md"):
+        shown = SHOWN_RULE.findall(text(page))
+        assert recipe in " ".join(text(page).split()) and any(r == "judge_validation" for r, _ in shown), page
+        for rule, resources in shown:
+            assert resources in printed.get(rule, ()), (f"{page}: rule {rule}'s {resources.strip()!r}; the dry run "
+                                                        f"prints {sorted(printed.get(rule, ()))}")

@@ -5,7 +5,10 @@ missing; needs root) — runs the demo DAG with the test double through
 
 Checks: every non-local job went through sbatch and finished COMPLETED in SLURM's own
 books, no local rule was submitted, the manifest counts the model loads, and a rule that
-fails inside a SLURM job fails the run. The cluster has no accounting (no slurmdbd), so
+fails inside a SLURM job fails the run. A served judge's server, started by judge_validation,
+goes to the partition, account, GPUs, memory and time of the judge model's config, never its
+client's: the node is in two partitions, `cpu` (the default) and `gpu`, and has two GPUs that
+SLURM knows by name only (GRES without devices). The cluster has no accounting (no slurmdbd), so
 the profile's `slurm-status-command: squeue` is what lets the run finish at all.
 
 The daemons this module starts (and only those) are stopped by pid at its end.
@@ -15,6 +18,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -153,9 +157,20 @@ SlurmctldLogFile={root}/slurmctld.log
 SlurmdLogFile={root}/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
-NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={real_mem} State=UNKNOWN
-PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
+GresTypes=gpu
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={real_mem} Gres=gpu:{gpus} State=UNKNOWN
+PartitionName=cpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes={host} MaxTime=INFINITE State=UP
 """
+# The node's GPUs are stand-in device files: slurmd (22.05) drops a GPU with no File= ("Removing
+# file-less GPU") and refuses a File= that is not a device, so each is a character device with
+# /dev/null's numbers. That is enough for slurmctld to accept and schedule --gpus and for slurmd to
+# run the job. gres.conf is read beside slurm.conf.
+GRES_CONF = """\
+AutoDetect=off
+NodeName={host} Name=gpu File={root}/gpu[0-{last}]
+"""
+GPUS = 2
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +192,10 @@ def cluster(tmp_path_factory):
     conf = root / "slurm.conf"
     conf.write_text(SLURM_CONF.format(host=host, root=root, ctld_port=_free_port(), slurmd_port=_free_port(),
                                       cpus=len(os.sched_getaffinity(0)), real_mem=real_mem,
-                                      def_mem=min(1000, real_mem // 4)))
+                                      def_mem=min(1000, real_mem // 4), gpus=GPUS))
+    for i in range(GPUS):
+        os.mknod(root / f"gpu{i}", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    (root / "gres.conf").write_text(GRES_CONF.format(host=host, root=root, last=GPUS - 1))
     # snakemake-executor-plugin-slurm-jobstep (0.6.1) drops every SLURM_* variable, SLURM_CONF
     # included, before the `srun` that runs a job; on a real cluster srun finds
     # /etc/slurm/slurm.conf. This cluster's config lives here, so jobs get an srun that
@@ -200,7 +218,7 @@ def cluster(tmp_path_factory):
                 raise RuntimeError("a SLURM daemon exited: " + "\n".join(
                     (root / f).read_text()[-2000:] for f in ("slurmctld.out", "slurmd.out", "slurmctld.log", "slurmd.log")
                     if (root / f).exists()))
-            state = _run(["sinfo", "-h", "-o", "%T"], env=env, timeout=20).stdout.split()
+            state = _run(["sinfo", "-h", "-o", "%T"], env=env, timeout=20).stdout.split()  # both partitions: one line
             return state == ["idle"]
 
         _wait_for(node_idle, 60, "the node to come up idle",
@@ -321,7 +339,7 @@ def test_a_served_model_gets_one_server_job(cluster, tmp_path):
     write_config(tmp_path, config)
     cluster = {**cluster, "env": {**cluster["env"], "PYTHONPATH": os.pathsep.join(
         [str(REPO / "tests" / "fake_vllm"), str(REPO / "workflow"), os.environ.get("PYTHONPATH", "")])}}
-    proc = run_on_slurm(cluster, tmp_path, placement=("slurm_partition=debug", "slurm_account=lmad-test"))
+    proc = run_on_slurm(cluster, tmp_path, placement=("slurm_partition=cpu", "slurm_account=lmad-test"))
     out = proc.stdout + proc.stderr
     print(f"served SLURM run took {proc.seconds:.0f} s")
     assert proc.returncode == 0, out[-8000:]
@@ -334,9 +352,73 @@ def test_a_served_model_gets_one_server_job(cluster, tmp_path):
                    env=cluster["env"]).stdout.split("\n")
     servers = [line.split() for line in servers if line.strip()]
     assert len(servers) == 1 and servers[0][1] in ("CANCELLED", "COMPLETING", "COMPLETED"), servers
-    assert servers[0][2:] == ["debug", "lmad-test"], servers   # the profile's placement
+    assert servers[0][2:] == ["cpu", "lmad-test"], servers   # the profile's placement
     assert not list((tmp_path / ".lmad" / "serve").glob("*.json"))
     assert (tmp_path / "results" / "smol" / "analysis" / "table.md").stat().st_size > 0
+
+
+def scontrol_job(cluster, job_id):
+    """`scontrol -d show job` of one job (kept MinJobAge seconds after it ends), as a dict."""
+    out = _run(["scontrol", "-o", "-d", "show", "job", job_id], env=cluster["env"]).stdout
+    return dict(re.findall(r"(\w+)=(\S*)", out))
+
+
+def test_the_judges_server_started_by_judge_validation_is_placed_from_its_model_config(cluster, tmp_path):
+    """The judge is a served 2-GPU model whose config places its server (models.<name>.resources:
+    partition gpu, an account, memory, time) while every client job is placed in partition cpu
+    (the profile's default-resources, and --set-resources for judge_validation itself). Only
+    judge_validation runs, so it is the client that starts the server: SLURM itself must hold
+    the server job in partition gpu with the model's account, GPUs, memory and time, and none
+    of the client's placement. The node's GPUs are GRES names (no device), which SLURM schedules."""
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "config.json").write_text("{}")
+    mem_mb = min(1234, cluster["real_mem"] // 4 - 1)  # neither the profile's default mem_mb nor the client's
+    server = {"slurm_partition": "gpu", "slurm_account": "lab-gpu", "gpu": GPUS, "cpus_per_gpu": 1,
+              "mem_mb": mem_mb, "runtime": 30}
+    models = {"scripted": make_config(tmp_path)["models"]["scripted"],
+              "judge32": {"backend": "vllm", "model": str(weights), "serve": True, "tensor_parallel_size": GPUS,
+                          "serve_timeout_s": 240, "resources": server}}
+    config = make_config(tmp_path, n=1, models=models, backbones=["scripted"], methods=("cot",))
+    config["datasets"] = {"hotpotqa": config["datasets"]["hotpotqa"]}
+    config["judge"]["model"] = "judge32"
+    write_config(tmp_path, config)
+    cluster = {**cluster, "env": {**cluster["env"], "PYTHONPATH": os.pathsep.join(
+        [str(REPO / "tests" / "fake_vllm"), str(REPO / "workflow"), os.environ.get("PYTHONPATH", "")])}}
+    proc = run_on_slurm(cluster, tmp_path, "--until", "judge_validation",
+                        "--set-resources", "judge_validation:slurm_partition=cpu",
+                        "judge_validation:slurm_account=client-acct",
+                        placement=("slurm_partition=cpu", "slurm_account=lmad-cpu"))
+    out = proc.stdout + proc.stderr
+    print(f"judge_validation's SLURM run took {proc.seconds:.0f} s")
+    assert proc.returncode == 0, out[-8000:]
+    # the client ran here, as a local rule; Snakemake submitted nothing, the server went by sbatch
+    assert not SUBMITTED.findall(out), SUBMITTED.findall(out)
+    assert "judge_validation" in re.findall(r"^localrule (\w+):", out, flags=re.MULTILINE)
+    assert not re.findall(r"^rule (\w+):", out, flags=re.MULTILINE)
+    assert (tmp_path / "logs" / "serve" / "judge32.log").read_text().count("serving: ") == 1
+
+    listed = _run(["squeue", "--states=all", "-h", "-n", "lmad-serve-judge32", "-o", "%i"],
+                  env=cluster["env"]).stdout.split()
+    assert len(listed) == 1, listed
+    job = scontrol_job(cluster, listed[0])
+    print("the judge32 server's job:", " ".join(f"{k}={job.get(k)}" for k in (
+        "JobId", "JobName", "JobState", "Partition", "Account", "TresPerJob", "CpusPerTres", "JOB_GRES", "TRES",
+        "MinMemoryNode", "TimeLimit", "NumCPUs", "NodeList")))
+    assert job["JobState"] in ("CANCELLED", "COMPLETING", "COMPLETED"), job   # it ran, and the run's end stopped it
+    # where: the model's config, never the client's (cpu, client-acct) or the profile's (cpu, lmad-cpu)
+    assert job["Partition"] == "gpu", f"the server took partition {job['Partition']!r}, not its model's gpu"
+    assert job["Account"] == "lab-gpu", f"the server took account {job['Account']!r}, not its model's lab-gpu"
+    # what: the model's GPUs, asked for and given (JOB_GRES; without slurmdbd, TRES cannot track
+    # gres/gpu), one CPU per GPU, its memory and time
+    assert job["TresPerJob"] in (f"gres:gpu:{GPUS}", f"gres/gpu:{GPUS}") and job["JOB_GRES"] == f"gpu:{GPUS}", job
+    tres = dict(item.split("=", 1) for item in job["TRES"].split(","))
+    assert tres["cpu"] == str(GPUS) and tres["mem"] == job["MinMemoryNode"] == f"{mem_mb}M", job
+    assert job["TimeLimit"] == "00:30:00", job
+    # and the GPUs are real to SLURM: a job asking for more than the node has is refused
+    more = _run(["sbatch", "--test-only", "--partition=gpu", f"--gpus={GPUS + 1}", "--wrap", "true"], env=cluster["env"])
+    assert more.returncode != 0, more.stdout + more.stderr
+    assert (tmp_path / "results" / "judge" / "judge32" / "validation.parquet").is_file()
 
 
 def test_kill_9_of_the_slurm_run_then_the_same_command_resumes(cluster, tmp_path):
