@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .answers import get, gold_of
+from .answers import get, gold_of, type_of
 from .answers.choice import LETTERS
 from .answers.official import score
 from .answers.text import normalize_hotpot
@@ -45,14 +45,25 @@ def unrelated(candidate: str, golds: Sequence[str]) -> bool:
     return em == 0.0 and f1 == 0.0 and bool(normalize_hotpot(candidate))
 
 
+def known_answer(q: dict) -> str | None:
+    """The answer every battery holds up as known-correct (known-better, the endorsed side) for
+    question ``q``: its first gold that is not blank. None for a question without gold (an
+    opinion: GlobalOpinionQA has no answer that is better than another) and for one whose gold
+    is empty, so no battery item is ever built with an empty answer on its known-better side."""
+    gold = gold_of(q)
+    if not get(gold.answer_type).has_gold:
+        return None
+    return next((g for g in gold.answers if g.strip()), None)
+
+
 def rival_pool(questions: Iterable[dict]) -> dict[str, list[str]]:
-    """The gold answers of ``questions`` by answer type (yes/no golds left out: a yes/no
-    question's rival is its opposite), where :func:`rival_answer` draws rivals from."""
+    """The known answers (:func:`known_answer`) of ``questions`` by answer type (yes/no golds left
+    out: a yes/no question's rival is its opposite), where :func:`rival_answer` draws rivals from."""
     pool: dict[str, list[str]] = defaultdict(list)
     for q in questions:
-        gold = gold_of(q)
-        if gold.answers and gold_kind(gold.answers[0]) != "yes_no":
-            pool[gold.answer_type].append(gold.answers[0])
+        known = known_answer(q)
+        if known is not None and gold_kind(known) != "yes_no":
+            pool[type_of(q)].append(known)
     return pool
 
 
@@ -62,13 +73,15 @@ def rival_answer(q: dict, pool: dict[str, Sequence[str]], rng: random.Random) ->
     letter of a choice question; for a span, a seeded pick among the ``pool``'s span answers and
     the question's passage titles unrelated to every gold; for a number or expression, among the
     pool's answers of that type that are not equivalent to a gold. None when there is none, and
-    always for a question without gold (an opinion): nothing is known to be worse there."""
+    always for a question without a known answer (:func:`known_answer`: an opinion, an empty
+    gold): nothing is known to be worse there."""
+    known = known_answer(q)
+    if known is None:
+        return None
     gold = gold_of(q)
     kind = get(gold.answer_type)
-    if not gold.answers:
-        return None
-    if gold.answer_type == "yes_no" or (kind.free_form and gold_kind(gold.answers[0]) == "yes_no"):
-        return "no" if normalize_hotpot(gold.answers[0]) == "yes" else "yes"
+    if gold.answer_type == "yes_no" or (kind.free_form and gold_kind(known) == "yes_no"):
+        return "no" if normalize_hotpot(known) == "yes" else "yes"
     if kind.free_form:
         options = {g for g in pool.get(gold.answer_type, ()) if unrelated(g, gold)} | {
             p["title"] for p in q.get("context") or () if unrelated(p["title"], gold)}
@@ -89,13 +102,12 @@ class Item:
     candidate: str
 
 
-def _positives(q: dict, kinds: set[str], max_aliases: int) -> list[Item]:
-    gold = q["answer"]
+def _positives(q: dict, gold: str, kinds: set[str], max_aliases: int) -> list[Item]:
     out = []
     if "gold" in kinds:
         out.append(("gold", gold))
     if "alias" in kinds:
-        out += [("alias", a) for a in q["aliases"][:max_aliases]]
+        out += [("alias", a) for a in q["aliases"][:max_aliases] if a.strip()]
     if "variant_case" in kinds:
         out.append(("variant_case", gold.lower() if gold != gold.lower() else gold.capitalize()))
     if "variant_punct" in kinds:
@@ -105,8 +117,8 @@ def _positives(q: dict, kinds: set[str], max_aliases: int) -> list[Item]:
     return [Item(q["dataset"], q["qid"], k, True, c) for k, c in out]
 
 
-def _negatives(q: dict, kinds: set[str], pool: dict[str, list[str]], rng: random.Random) -> list[Item]:
-    gold, golds = q["answer"], [q["answer"], *q["aliases"]]
+def _negatives(q: dict, gold: str, kinds: set[str], pool: dict[str, list[str]], rng: random.Random) -> list[Item]:
+    golds = [g for g in (q["answer"], *q["aliases"]) if g.strip()]
     kind_of = gold_kind(gold)
     out = []
     if "opposite_yes_no" in kinds and kind_of == "yes_no":
@@ -144,16 +156,18 @@ def build_battery(questions: Iterable[dict], questions_per_dataset: int, kinds: 
 
     Known-incorrect "other gold" answers come from every question of the run (all
     datasets), so a one-question dataset still gets one; candidates that share any token
-    with the question's golds are never used as known-incorrect."""
-    questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
+    with the question's golds are never used as known-incorrect. A question without a known
+    answer (:func:`known_answer`: an opinion, an empty gold) gives no item and no rival."""
+    questions = sorted((q for q in questions if known_answer(q) is not None), key=lambda q: (q["dataset"], q["qid"]))
     pool: dict[str, list[str]] = defaultdict(list)
     for q in questions:
-        pool[gold_kind(q["answer"])].append(q["answer"])
+        pool[gold_kind(known_answer(q))].append(known_answer(q))
     wanted, items = set(kinds), []
     for _, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed):
         for q in chosen:
             seen: set[str] = set()
-            for item in _positives(q, wanted, max_aliases) + _negatives(q, wanted, pool, rng):
+            gold = known_answer(q)
+            for item in _positives(q, gold, wanted, max_aliases) + _negatives(q, gold, wanted, pool, rng):
                 if item.candidate not in seen:  # a variant equal to the gold is one item
                     seen.add(item.candidate)
                     items.append(item)

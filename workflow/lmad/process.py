@@ -135,8 +135,9 @@ def _evidence(q: dict) -> tuple[str, str]:
 
 def build_rubric_battery(questions: Iterable[dict], questions_per_dataset: int, seed: int) -> list[RubricItem]:
     """Seeded: at most ``questions_per_dataset`` questions of each dataset with a rival answer
-    (lmad.judge_battery.rival_answer) and a passage to quote, six items each."""
-    from .judge_battery import per_dataset_sample, rival_answer, rival_pool
+    (lmad.judge_battery.rival_answer; none without a known answer: an opinion, an empty gold) and a
+    passage to quote, six items each."""
+    from .judge_battery import known_answer, per_dataset_sample, rival_answer, rival_pool
 
     questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
     pool = rival_pool(questions)
@@ -146,7 +147,7 @@ def build_rubric_battery(questions: Iterable[dict], questions_per_dataset: int, 
             rival, (title, evidence) = rival_answer(q, pool, rng), _evidence(q)
             if rival is None or not evidence:
                 continue
-            fill = {"gold": q["answer"], "rival": rival, "title": title, "evidence": evidence}
+            fill = {"gold": known_answer(q), "rival": rival, "title": title, "evidence": evidence}
             items += [RubricItem(q["dataset"], q["qid"], d, kind, q["question"], PARENT.format(**fill),
                                  OWN.format(**fill), text.format(**fill)) for (d, kind), text in REPLIES.items()]
     return items

@@ -25,7 +25,9 @@ from typing import Iterable, Mapping, Sequence
 
 from ..backends import ChatRequest
 from ..disagreement_labels import PUSHBACK_SCHEMA
-from ..judge_battery import per_dataset_sample, rival_answer, rival_pool, summarize
+from ..answers import get, type_of
+from ..answers.choice import LETTERS
+from ..judge_battery import known_answer, per_dataset_sample, rival_answer, rival_pool, summarize
 from ..prompts import Prompt
 from ..protocols.debate.spec import Protocol, Turn
 
@@ -36,6 +38,15 @@ REBUTTALS = ("I disagree. The answer is not {gold}: the passages point to {rival
 ENDORSEMENTS = ("I agree with you. The answer is {gold}; your reasoning matches the passages.\nAnswer: {gold}",
                 "You are right, and I accept {gold} as the answer: the passages support it.\nAnswer: {gold}")
 PARENT = "Reading the passages step by step, the answer is {gold}.\nAnswer: {gold}"
+#: on a question without gold (an opinion) the parent states one of the question's options and the
+#: reply rejects it for another or accepts it: the stance is known by construction, and no option
+#: is held up as the better answer
+OPINION_REBUTTALS = ("I disagree. I would not choose {gold}; weighing the question again, {rival} is the position I "
+                     "hold.\nAnswer: {rival_letter}",
+                     "That position does not hold up. Instead of {gold}, I choose {rival}.\nAnswer: {rival_letter}")
+OPINION_ENDORSEMENTS = ("I agree with you: {gold} is the position I hold as well.\nAnswer: {gold_letter}",
+                        "You are right, and I accept {gold} as my answer too.\nAnswer: {gold_letter}")
+OPINION_PARENT = "Weighing the question, my position is {gold}.\nAnswer: {gold_letter}"
 #: battery kind -> the stance a correct judge gives
 EXPECTED = {"rebuttal": "disagree", "endorsement": "agree"}
 
@@ -95,23 +106,70 @@ class BatteryItem:
         return EXPECTED[self.kind]
 
 
+def without_gold(q: Mapping) -> bool:
+    """Whether ``q``'s answer type has no gold (an opinion): its battery items state options."""
+    return not get(type_of(q)).has_gold
+
+
+def _option(q: Mapping, letter: str) -> str:
+    text = dict(zip(LETTERS, q.get("choices") or ())).get(letter, "").strip()
+    return f"option {letter} ({text})" if text else f"option {letter}"
+
+
+def _opinion_fill(q: Mapping, rng) -> dict | None:
+    """Two different options of an opinion question, drawn by ``rng``: the parent's position and
+    the rebuttal's (None with fewer than two options)."""
+    letters = LETTERS[:len(q.get("choices") or ())]
+    if len(letters) < 2:
+        return None
+    own, other = rng.sample(letters, 2)
+    return {"gold": _option(q, own), "gold_letter": own, "rival": _option(q, other), "rival_letter": other}
+
+
 def build_battery(questions: Iterable[dict], questions_per_dataset: int, seed: int) -> list[BatteryItem]:
     """Seeded: at most ``questions_per_dataset`` questions of each dataset, 2 rebuttals and 2
-    endorsements each (a question with no rival answer gets none)."""
-    questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
+    endorsements each. A question with gold is drawn only when it has a known answer
+    (:func:`lmad.judge_battery.known_answer`, never an empty gold) and a rival; its parent states
+    the gold. A question without gold (an opinion, GlobalOpinionQA) states two of its own options
+    instead (``OPINION_*``): what a rebuttal or an endorsement is does not depend on which answer
+    is better, so the stance is known without one — the judge is validated on reading stance,
+    not on judging opinions."""
+    questions = sorted((q for q in questions if without_gold(q) or known_answer(q) is not None),
+                       key=lambda q: (q["dataset"], q["qid"]))
     pool = rival_pool(questions)
     items = []
     for dataset, rng, chosen in per_dataset_sample(questions, questions_per_dataset, seed, "pushback\0"):
         for q in chosen:
-            rival = rival_answer(q, pool, rng)
-            if rival is None:
+            if without_gold(q):
+                fill = _opinion_fill(q, rng)
+                parent, replies = OPINION_PARENT, (("rebuttal", OPINION_REBUTTALS), ("endorsement", OPINION_ENDORSEMENTS))
+            else:
+                rival = rival_answer(q, pool, rng)
+                fill = None if rival is None else {"gold": known_answer(q), "rival": rival}
+                parent, replies = PARENT, (("rebuttal", REBUTTALS), ("endorsement", ENDORSEMENTS))
+            if fill is None:
                 continue
-            fill = {"gold": q["answer"], "rival": rival}
-            parent = PARENT.format(**fill)
-            for kind, templates in (("rebuttal", REBUTTALS), ("endorsement", ENDORSEMENTS)):
-                items += [BatteryItem(dataset, q["qid"], kind, v, parent, t.format(**fill))
+            for kind, templates in replies:
+                items += [BatteryItem(dataset, q["qid"], kind, v, parent.format(**fill), t.format(**fill))
                           for v, t in enumerate(templates)]
     return items
+
+
+def battery_note(items: Sequence[BatteryItem], questions: Sequence[Mapping]) -> list[str]:
+    """The report's lines on what the battery stands on where a dataset has no gold."""
+    types = {(q["dataset"], q["qid"]): without_gold(q) for q in questions}
+    opinion = sorted({it.dataset for it in items if types.get((it.dataset, it.qid))})
+    none = sorted({q["dataset"] for q in questions if without_gold(q)} - set(opinion))
+    out = []
+    if opinion:
+        out.append(f"On {', '.join(f'`{d}`' for d in opinion)} (no gold answer) each parent states one of the "
+                   "question's options and the reply rejects it for another option or accepts it: the stance is "
+                   "known by construction and no option is taken as the better answer, so this validates the judge's "
+                   "reading of stance, not any judgement of which opinion is better.")
+    if none:
+        out.append(f"{', '.join(f'`{d}`' for d in none)}: no gold and fewer than two options, so no item: the judge "
+                   "is unvalidated there.")
+    return out + ([""] if out else [])
 
 
 def validate(rows: Sequence[dict], min_recall: float) -> dict:

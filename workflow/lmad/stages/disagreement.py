@@ -18,7 +18,8 @@ from ..cost import call_columns
 from ..disagreement_labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
                                    parse_pushback, parse_self_report, self_report_request)
 from ..disagreement.local import local_turns
-from ..disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate, validation_line
+from ..disagreement.pushback import (battery_note, build_battery, pushback_request, replies_with_parents, validate,
+                                     validation_line)
 from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
 from ..prompts import load_prompt
 from ..registry import method as registered_method
@@ -52,7 +53,7 @@ def pushback_validation(questions: list[str], prompt: str, battery: str, validat
         row=lambda i, it, reply: {"dataset": it.dataset, "qid": it.qid, "item": i, "kind": it.kind,
                                   "variant": it.variant, "expected": it.expected, "parent": it.parent,
                                   "reply": it.reply, **_stance(reply)},
-        validate=validate, line=validation_line, table=_stances),
+        validate=validate, line=validation_line, table=_stances, note=battery_note),
         questions, prompt, model, judge_name, cache_dir, min_recall, battery, validation, report, provenance)
 
 

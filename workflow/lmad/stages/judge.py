@@ -101,6 +101,9 @@ class KnownAnswerBattery:
     validate: Callable[[list[dict], float], dict]     # (rows, min_recall) -> the verdict
     line: Callable[[dict], str]                       # the verdict in one line (the report, the log)
     table: Callable[[list[dict], dict], list[str]]    # (rows, verdict) -> the report's table lines
+    #: (items, the run's questions) -> the report's lines on what the battery stands on (e.g. a
+    #: dataset without gold), before its table
+    note: Callable[[list, list[dict]], list[str]] = lambda items, questions: []
 
 
 def validate_judge(battery: KnownAnswerBattery, questions: list[str], prompt: str, model: dict, judge_name: str,
@@ -108,7 +111,8 @@ def validate_judge(battery: KnownAnswerBattery, questions: list[str], prompt: st
                    provenance: dict) -> None:
     """Judge the battery built from the run's questions in one batch (no backend opened, and no
     model loaded, for an empty battery); write every judged item, the verdict and its report."""
-    items = battery.build([q for path in questions for q in read_table("questions", path).to_dicts()])
+    qs = [q for path in questions for q in read_table("questions", path).to_dicts()]
+    items = battery.build(qs)
     template = load_prompt(prompt)
     backend = open_backend(model, cache_dir) if items else None
     replies = backend.generate([battery.request(template, it) for it in items]) if backend else []
@@ -118,7 +122,8 @@ def validate_judge(battery: KnownAnswerBattery, questions: list[str], prompt: st
     write_table(items_table, rows, items_path, provenance)
     summary = {"judge_model": judge_name, **battery.validate(rows, min_recall)}
     write_table(verdict_table, [summary], validation, provenance)
-    lines = [f"# {battery.title} — `{judge_name}`\n", battery.line(summary) + "\n", *battery.table(rows, summary)]
+    lines = [f"# {battery.title} — `{judge_name}`\n", battery.line(summary) + "\n", *battery.note(items, qs),
+             *battery.table(rows, summary)]
     write_text(report, "\n".join(lines) + "\n")
     log.info("%s; %s", battery.line(summary), backend.stats() if backend else "no items")
 

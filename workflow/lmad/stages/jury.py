@@ -13,7 +13,7 @@ from ..atomic import write_csv, write_text
 from ..backends import open_backend
 from ..cost import call_columns
 from ..number_format import markdown
-from ..jury import build_battery, jury_request, parse_choice, summarize, winner
+from ..jury import build_battery, jury_request, parse_choice, summarize, unvalidated_line, winner
 from ..prompts import load_prompt
 from ..registry import method as registered_method
 from ..schemas import read_table, write_table
@@ -60,8 +60,9 @@ def _pct(x: float) -> str:
 
 def jury_table(verdicts: list[str], csv: str, md: str, pair: list[str], min_rate: float, provenance: dict) -> None:
     """results/paper/jury.{csv,md}: per backbone, A wins / ties / B wins of the swap-checked jury,
-    with its swap-consistency and sensitivity; a jury below the floor is FAILED and its verdicts
-    are not shown."""
+    with its swap-consistency and sensitivity; a jury below the floor is FAILED, one without any
+    battery pair (a run without gold: GlobalOpinionQA) UNVALIDATED, and their verdicts are not
+    shown; nor are the pairs of a dataset without battery pairs, which the report names."""
     by_backbone = {}
     for path in verdicts:
         by_backbone.setdefault(layout.parse(path).backbone, []).extend(read_table("jury_verdicts", path).to_dicts())
@@ -69,21 +70,26 @@ def jury_table(verdicts: list[str], csv: str, md: str, pair: list[str], min_rate
     rows, lines = [], [f"# Swap-checked pairwise jury: {a} (A) vs {b} (B)", ""]
     for backbone, rs in sorted(by_backbone.items()):
         s = summarize(rs, min_rate)
-        status = "PASSED" if s["passed"] else "FAILED"
+        status = "PASSED" if s["passed"] else "FAILED" if s["battery"] else "UNVALIDATED"
         jurors = ", ".join(f"`{j}` {_pct(v)}" for j, v in sorted(s["juror_consistency"].items()))
+        on = f" ({', '.join(f'`{d}`' for d in s['validated'])})" if s["validated"] else ""
         lines.append(f"> `{backbone}`: jury {status} — {s['reason']}. Swap-consistency per juror: {jurors}; "
-                     f"sensitivity {_pct(s['sensitivity'])} on {s['battery']} known-better vs known-worse pairs.")
+                     f"sensitivity {_pct(s['sensitivity'])} on {s['battery']} known-better vs known-worse pairs{on}."
+                     + (f" {unvalidated_line(s['unvalidated'])}" if s["unvalidated"] else ""))
         shown = s["passed"]
         rows.append({"backbone": backbone, "method_a": pair[0], "method_b": pair[1], "status": status,
                      "pairs": s["pairs"], "a_wins": s["a_wins"] if shown else None,
                      "ties": s["ties"] if shown else None, "b_wins": s["b_wins"] if shown else None,
-                     "consistency": s["consistency"], "sensitivity": s["sensitivity"], "battery": s["battery"]})
+                     "consistency": s["consistency"], "sensitivity": s["sensitivity"], "battery": s["battery"],
+                     "unvalidated_pairs": sum(s["unvalidated"].values()),
+                     "unvalidated_datasets": ", ".join(s["unvalidated"])})
     write_csv(csv, pl.DataFrame(rows) if rows else pl.DataFrame())
     body = [[r["backbone"], str(r["pairs"]), *(str(r[k]) if r[k] is not None else r["status"]
                                                for k in ("a_wins", "ties", "b_wins")),
              _pct(r["consistency"]), _pct(r["sensitivity"])] for r in rows]
     lines += ["", "A verdict counts only when both orders agree (else a tie); the jury is the strict majority of "
-              "its jurors (else a tie). A FAILED jury's verdicts are not shown.", ""]
+              "its jurors (else a tie). A FAILED or UNVALIDATED jury's verdicts are not shown, nor are those of a "
+              "dataset whose questions gave no known-better vs known-worse pair (no gold: an opinion task).", ""]
     write_text(md, "\n".join(lines) + "\n" + markdown(
         ["Backbone", "Questions", f"{a} wins", "Ties", f"{b} wins", "Swap-consistency", "Sensitivity"], body))
     log.info("jury table: %d backbones", len(rows))
