@@ -18,6 +18,7 @@ localrules:
     paper_figures,
     paper_viewer,
     paper_dynamics,
+    paper_truemad,
 
 
 rule paper:
@@ -167,6 +168,29 @@ rule paper_dynamics:
     params:
         **stage("lmad.stages.paper:dynamics_table"),
         backbones=BACKBONES,
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"
+
+
+# TrueMAD's Table 1 and Tables 4-6 (config paper.truemad): every seed of every backbone, AIME's copies
+# pooled into one benchmark (lmad.paper.truemad)
+rule paper_truemad:
+    input:
+        questions=plan.configured_questions(),
+        rounds=plan.paper_rounds,
+    output:
+        table1_csv=layout.paper("truemad/table1.csv"),
+        table1_md=paper_report("truemad/table1.md", "truemad_table1"),
+        rounds_csv=layout.paper("truemad/tables4-6.csv"),
+        rounds_md=paper_report("truemad/tables4-6.md", "truemad_rounds"),
+    log:
+        "logs/paper/truemad.log",
+    params:
+        **stage("lmad.stages.paper_truemad:truemad_tables"),
+        benchmarks=plan.benchmarks(),
+        methods=plan.paper_columns(),
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -71,6 +71,8 @@ def test_truemad():
     assert setting_of("truedmad", config).manners == ("io", "cot", "stepback", "selfrefine")
     assert all(config["models"][b]["backend"] == "vllm" for b in config["backbones"])
     assert {"paper_dynamics", "process_table"} <= set(rules_of(jobs))
+    # TrueMAD's own Table 1 and Tables 4-6 (results/paper/truemad/): one job over every seed
+    assert rules_of(jobs)["paper_truemad"] == 1
     # three replicates of each backbone, each planning the same round jobs
     runs = wildcard(jobs, "debate_round", "backbone")
     assert {(layout.model_of(r), layout.replicate_of(r)) for r in runs} == {

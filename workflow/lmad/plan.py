@@ -552,8 +552,21 @@ class Plan:
             out += [layout.paper(n) for n in ("rounds.png", "dynamics.csv", "dynamics.md")]
         if any(m in self.methods for m in TRACE_FIGURE_METHODS):
             out.append(layout.paper("lmad_trace.png"))
-        out += self.disagreement_outputs() + self.process_outputs() + self.jury_outputs()
+        out += self.disagreement_outputs() + self.process_outputs() + self.jury_outputs() + self.truemad_outputs()
         return out + [layout.paper(f"viewer/{b}.html") for b in self.backbones]
+
+    def truemad_outputs(self) -> list[str]:
+        """TrueMAD's Table 1 and Tables 4-6 (rule paper_truemad) where config ``paper.truemad`` asks for
+        them and the run has a debate method."""
+        if not (self.config["paper"].get("truemad") and self.debate_methods):
+            return []
+        return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6") for ext in ("csv", "md")]
+
+    def benchmarks(self) -> dict[str, str]:
+        """{dataset: its benchmark (the dataset's ``type``, else its name)}: datasets of one benchmark
+        (AIME's yearly copies) pool into one column of TrueMAD's tables."""
+        from .data.loaders import dataset_type
+        return {name: dataset_type(name, spec) for name, spec in self.config["datasets"].items()}
 
     def paper_figures(self) -> list[str]:
         """The figures rule paper_figures draws: rounds needs a debate method, lmad_trace lmad or lmad-dag."""

@@ -3,6 +3,12 @@
 A template file has a ``### system`` and a ``### user`` section; ``$name`` placeholders
 are filled with ``string.Template`` (JSON braces in a prompt need no escaping). A
 missing field fails with the template's path and the field's name.
+
+A paper's prompt set may override the answer types' default answer lines (``$answer_line``,
+:meth:`lmad.answers.base.AnswerType.instruction`) for its own templates only: a section
+``### answer_line <type>`` (e.g. ``### answer_line numeric``) replaces the line for questions of
+that type when the template is rendered; it may use ``$option_letters`` ("A, B, C or D"). The
+shared defaults stay as they are for every other template (config/prompts/truemad/ is one such set).
 """
 from __future__ import annotations
 
@@ -14,9 +20,11 @@ from pathlib import Path
 from string import Template
 from typing import Sequence
 
-from .answers import reading_of
+from .answers import ANSWER_TYPES, reading_of
+from .answers.choice import letter_list, n_letters
 
-_SECTION = re.compile(r"^### (system|user)\s*$", re.MULTILINE)
+_SECTION = re.compile(r"^### (system|user|answer_line [A-Za-z_]+)\s*$", re.MULTILINE)
+_ANSWER_LINE = "answer_line "
 
 
 class PromptError(ValueError):
@@ -52,13 +60,27 @@ class Prompt:
     path: str
     system: str
     user: str
+    #: (answer type, answer line) pairs that replace the type's default ``$answer_line``
+    answer_lines: tuple[tuple[str, str], ...] = ()
 
     @property
     def sha(self) -> str:
-        return hashlib.sha256(f"{self.system}\x00{self.user}".encode()).hexdigest()[:16]
+        own = "".join(f"\x00{kind}\x00{line}" for kind, line in self.answer_lines)
+        return hashlib.sha256(f"{self.system}\x00{self.user}{own}".encode()).hexdigest()[:16]
+
+    def answer_line(self, fields: dict) -> str | None:
+        """This template's own answer line for the question of ``fields`` (its ``answer_kind``),
+        filled with ``$option_letters``; None when the template keeps the type's default."""
+        line = dict(self.answer_lines).get(fields.get("answer_kind", ""))
+        if line is None:
+            return None
+        return _substitute(line, {"option_letters": fields.get("option_letters", "")})
 
     def render(self, **fields: str) -> tuple[tuple[str, str], ...]:
         try:
+            own = self.answer_line(fields)
+            if own is not None:
+                fields = {**fields, "answer_line": own}
             messages = [("user", _substitute(self.user, fields))]
             if self.system:
                 messages.insert(0, ("system", _substitute(self.system, fields)))
@@ -77,7 +99,15 @@ def load_prompt(path: str | Path) -> Prompt:
     sections = {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}
     if "user" not in sections:
         raise PromptError(f"{path}: no '### user' section")
-    return Prompt(path=str(path), system=sections.get("system", ""), user=sections["user"])
+    lines = []
+    for name, body in sections.items():
+        if name.startswith(_ANSWER_LINE):
+            kind = name[len(_ANSWER_LINE):]
+            if kind not in ANSWER_TYPES:
+                raise PromptError(f"{path}: '### {name}': unknown answer type {kind!r}; expected one of "
+                                  f"{', '.join(ANSWER_TYPES)}")
+            lines.append((kind, body))
+    return Prompt(path=str(path), system=sections.get("system", ""), user=sections["user"], answer_lines=tuple(lines))
 
 
 def format_context(context: Sequence[dict]) -> str:
@@ -140,7 +170,9 @@ def question_fields(question: dict, context: Sequence[dict] | None = None) -> di
     paragraphs under a heading, or nothing when the question has none), ``context``, the
     question with its options, the task's wording (``task_intro``, ``task_debate``,
     ``evidence_rule``; ``question_kind``, ``evidence``, ``quote_source``) and the answer format
-    (``answer_line``, ``answer_form``) of its answer type. ``context`` replaces the question's
+    (``answer_line``, ``answer_form``) of its answer type, with that type's name (``answer_kind``) and a
+    choice question's letters (``option_letters``, "A, B, C or D"; "" otherwise), by which a prompt
+    set's own answer lines are chosen and filled (:meth:`Prompt.answer_line`). ``context`` replaces the question's
     paragraphs (distractors dropped to fit a window)."""
     context = question["context"] if context is None else context
     reading = reading_of(question)
@@ -152,4 +184,6 @@ def question_fields(question: dict, context: Sequence[dict] | None = None) -> di
     line, form = reading.instruction(), "<short answer>" if free_form else _ANSWER_FORM[kind]
     return {"context": text, "passages": f"Passages:\n{text}\n\n" if context else "", "question": question_text(question),
             "task_intro": intro, "task_debate": debate, "evidence_rule": evidence, "question_kind": kind_noun,
-            "evidence": evidence_noun, "quote_source": quote_source, "answer_line": line, "answer_form": form}
+            "evidence": evidence_noun, "quote_source": quote_source, "answer_line": line, "answer_form": form,
+            "answer_kind": "yes_no" if reading.yes_no else kind,
+            "option_letters": letter_list(n_letters(len(reading.choices))) if kind == "choice" else ""}

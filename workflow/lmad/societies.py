@@ -133,7 +133,8 @@ def agent_prompt(solver: Prompt, agent: PoolAgent) -> Prompt:
     system = PERSONAS[agent.persona] or solver.system
     extra = VARIANTS[agent.variant]
     user = solver.user.replace("$answer_line", f"{extra} $answer_line") if extra else solver.user
-    return Prompt(path=f"{solver.path}#{agent.persona}/{agent.variant}", system=system, user=user)
+    return Prompt(path=f"{solver.path}#{agent.persona}/{agent.variant}", system=system, user=user,
+                  answer_lines=solver.answer_lines)
 
 
 def held_out_note(methods: Sequence[str]) -> str:
@@ -165,7 +166,8 @@ def member_prompt(prompt: Prompt, role: str, agent: PoolAgent) -> Prompt:
         user = user.replace("$answer_line", f"{extra} $answer_line")
     elif extra and "Answer:" in user:
         user = f"{user}\n\n{extra}"
-    return Prompt(path=f"{prompt.path}#{agent.persona}/{agent.variant}", system=system, user=user)
+    return Prompt(path=f"{prompt.path}#{agent.persona}/{agent.variant}", system=system, user=user,
+                  answer_lines=prompt.answer_lines)
 
 
 def members_of(rows: Sequence[dict], selector: str, n: int | None = None) -> list[PoolAgent]:

@@ -1,0 +1,173 @@
+"""TrueMAD's Table 1 and Tables 4–6 (rule paper_truemad, results/paper/truemad/): Agent ACC and strict-
+majority Vote ACC per benchmark, each benchmark pooled over its datasets (AIME's copies are one
+benchmark), Avg. over the benchmarks, mean ± sample SD over the seeds; one seed has no SD."""
+import json
+import os
+import statistics
+
+import polars as pl
+import pytest
+
+from conftest import REPO, make_config, scripted_model, snakemake, write_config
+from lmad.paper import label
+from lmad.paper import truemad as tm
+from truemad_oracle import AIME_A, AIME_B
+
+
+def rounds(*flags):
+    """One question's rounds from its agents' flags per round; the vote is a strict majority of right agents
+    (every wrong agent gives a different wrong answer here)."""
+    return [(list(f), int(2 * sum(f) > len(f))) for f in flags]
+
+
+BENCH = {"aime-a": "aime", "aime-b": "aime", "gpqa-diamond": "gpqa-diamond", "truthfulqa": "truthfulqa"}
+
+
+def scores_of(run, method, by_dataset):
+    return {(run, d, method): per_q for d, per_q in by_dataset.items()}
+
+
+def test_aime_copies_pool_into_one_benchmark_weighted_by_question():
+    one = {"aime-a": {"q1": rounds((1, 1, 1))},
+           "aime-b": {"q2": rounds((1, 1, 0)), "q3": rounds((0, 0, 0)), "q4": rounds((0, 0, 1))}}
+    got = tm.pooled(one, BENCH)
+    assert list(got) == ["aime"] and got["aime"]["n"] == 4
+    assert got["aime"]["agent"] == [pytest.approx(100 * 6 / 12)]  # not (100 + 100 * 3 / 9) / 2
+    assert got["aime"]["vote"] == [50.0]
+
+
+def test_table1_mean_and_sample_sd_over_seeds_and_the_avg_over_benchmarks():
+    scores = {}
+    right = {"seed0": (1, 1, 1), "seed1": (1, 1, 0), "seed2": (1, 0, 0)}  # agent acc 100, 66.67, 33.33 on GPQA
+    for seed, flags in right.items():
+        run = f"m/{seed}"
+        scores |= scores_of(run, "mad", {"aime-a": {"q": rounds((0, 0, 0), (1, 1, 1))},
+                                         "aime-b": {"q": rounds((0, 0, 0), (1, 1, 1))},
+                                         "gpqa-diamond": {"q": rounds(flags, flags)},
+                                         "truthfulqa": {"q": rounds((0, 0, 0), (0, 0, 0))}})
+    cells = tm.runs_by_cell(scores, BENCH)
+    order = tm.benchmark_order(BENCH)
+    assert order == ["aime", "gpqa-diamond", "truthfulqa"]
+    rows = {r["benchmark"]: r for r in tm.table1_rows(cells, order, ["mad"])}
+    assert list(rows) == [*order, "avg"]
+    assert rows["aime"]["agent_acc"] == 100 and rows["aime"]["agent_acc_sd"] == 0 and rows["aime"]["questions"] == 2
+    agent = [100, 200 / 3, 100 / 3]
+    assert rows["gpqa-diamond"]["agent_acc"] == pytest.approx(statistics.mean(agent))
+    assert rows["gpqa-diamond"]["agent_acc_sd"] == pytest.approx(statistics.stdev(agent))
+    assert rows["gpqa-diamond"]["vote_acc"] == pytest.approx(200 / 3)  # 1, 1, 0: a strict majority of 3 needs 2
+    assert rows["truthfulqa"]["agent_acc"] == 0 and rows["truthfulqa"]["vote_acc"] == 0
+    avgs = [(100 + a + 0) / 3 for a in agent]  # per seed over the three benchmarks, not over four datasets
+    assert rows["avg"]["agent_acc"] == pytest.approx(statistics.mean(avgs))
+    assert rows["avg"]["agent_acc_sd"] == pytest.approx(statistics.stdev(avgs))
+    assert rows["avg"]["seeds"] == 3 and rows["avg"]["questions"] == 4
+    md = tm.table1_markdown(tm.table1_rows(cells, order, ["mad"]), order, label)
+    assert "100.00 ± 0.00" in md and "0.00 ± 0.00" in md and "over 3 seed(s)" in md
+
+
+def test_one_seed_shows_no_sd_rather_than_zero():
+    cells = tm.runs_by_cell(scores_of("m", "mad", {"truthfulqa": {"q": rounds((1, 1, 0))}}), BENCH)
+    rows = tm.table1_rows(cells, ["truthfulqa"], ["mad"])
+    assert rows[0]["agent_acc_sd"] is None and rows[0]["seeds"] == 1
+    md = tm.table1_markdown(rows, ["truthfulqa"], label)
+    assert "66.67 ± n/a" in md and "100.00 ± n/a" in md and "± 0.00" not in md and "no SD, shown as n/a" in md
+    assert tm.cell(None, None, 0) == "–"
+
+
+def test_tie_at_the_vote_counts_wrong():
+    two_of_four = {"truthfulqa": {"q": [([1, 1, 0, 0], 0)]}}  # an even split has no strict majority
+    cells = tm.runs_by_cell(scores_of("m", "mad", two_of_four), BENCH)
+    row = tm.table1_rows(cells, ["truthfulqa"], ["mad"])[0]
+    assert (row["agent_acc"], row["vote_acc"]) == (50.0, 0.0)
+
+
+def test_round_tables_start_at_r2_and_bold_the_best_mean():
+    scores = scores_of("m/seed0", "mad", {"truthfulqa": {"q": rounds((0, 0, 0), (1, 0, 0), (1, 1, 0))}})
+    scores |= scores_of("m/seed0", "truemad", {"truthfulqa": {"q": rounds((0, 0, 0), (1, 1, 1), (1, 1, 1))}})
+    per_round = tm.round_rows(tm.runs_by_cell(scores, BENCH), ["truthfulqa"], ["mad", "truemad"])
+    assert [(r["method"], r["round"]) for r in per_round] == [(m, f"R{t}") for m in ("mad", "truemad") for t in (1, 2, 3)]
+    md = tm.rounds_markdown(per_round, ["truthfulqa"], label)
+    assert "Table 6: TruthfulQA" in md and "| Method | R2 | R3 |" in md and "R1 |" not in md
+    assert "**100.00 ± n/a**" in md
+
+
+def test_the_published_gains_are_the_summarys():
+    # the TrueMAD summary gives no Table 1 cell; these averaged gains (§4.2) are all it quotes
+    assert tm.PUBLISHED_GAINS == {("truemad", "mad"): (3.62, 3.52), ("truedmad", "dmad-manners"): (4.72, 4.06)}
+
+
+# ------------------------------------------------------------------ a run of a truemad.yaml-shaped config
+
+TRUEMAD_ROLES = ("solver", "debate_revise", "debate_advise")
+OUT = ["table1.csv", "table1.md", "tables4-6.csv", "tables4-6.md"]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("truemad")
+    config = make_config(workdir, models={"oracle": {**scripted_model(), "responder": "truemad_oracle:respond"}},
+                         backbones=["oracle"], methods=["mad", "truemad"], seeds=[0, 1],
+                         debate={"rounds": 1}, paper={"columns": ["mad", "truemad"], "truemad": True})
+    datasets = {}
+    for name, rows in (("aime-a", AIME_A), ("aime-b", AIME_B)):
+        path = workdir / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"id": f"{name}-{i}", "problem": p, "answer": a}) + "\n"
+                                for i, (p, a) in enumerate(rows)))
+        datasets[name] = {"type": "aime", "source": "jsonl", "path": str(path), "n": len(rows)}
+    datasets["gpqa-diamond"] = {"source": "local", "path": str(REPO / "data/demo/gpqa-diamond.csv"), "n": 2}
+    datasets["truthfulqa"] = {"source": "jsonl", "path": str(REPO / "data/demo/truthfulqa.jsonl"), "n": 3}
+    config["datasets"] = datasets
+    config["prompts"] |= {r: str(REPO / f"config/prompts/truemad/{r}.txt") for r in TRUEMAD_ROLES}
+    write_config(workdir, config)
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
+    dry = snakemake(workdir, "-n", "paper", env=env)
+    snakemake(workdir, *(f"results/paper/truemad/{f}" for f in OUT), "results/paper/dynamics.csv", env=env)
+    return workdir, dry.stdout + dry.stderr
+
+
+def test_the_dry_run_lists_the_truemad_tables(finished):
+    _, dry = finished
+    assert "paper_truemad" in dry
+    for f in OUT:
+        assert f"results/paper/truemad/{f}" in dry
+
+
+def test_table1_of_the_run(finished):
+    workdir, _ = finished
+    t1 = pl.read_csv(workdir / "results/paper/truemad/table1.csv")
+    assert t1.columns == ["backbone", "method", "benchmark", "questions", "seeds", "agent_acc", "agent_acc_sd",
+                          "vote_acc", "vote_acc_sd"]
+    assert t1["method"].unique(maintain_order=True).to_list() == ["mad", "truemad"]
+    # one AIME benchmark of 4 questions, not two entries
+    assert t1["benchmark"].to_list() == ["aime", "gpqa-diamond", "truthfulqa", "avg"] * 2
+    rows = {(r["method"], r["benchmark"]): r for r in t1.to_dicts()}
+    for m in ("mad", "truemad"):
+        aime = rows[(m, "aime")]
+        # pooled: 2 of 4 questions right (50 %), not the copies' mean (100 % and 33.33 %)
+        assert (aime["questions"], aime["seeds"], aime["agent_acc"], aime["vote_acc"]) == (4, 2, 50.0, 50.0)
+        assert aime["agent_acc_sd"] == 0.0
+        assert (rows[(m, "gpqa-diamond")]["agent_acc"], rows[(m, "gpqa-diamond")]["vote_acc"]) == (0.0, 0.0)
+    # TruthfulQA agrees with the per-run, per-dataset dynamics table: mean and sample SD over the 2 seeds
+    dyn = pl.read_csv(workdir / "results/paper/dynamics.csv").filter(pl.col("dataset") == "truthfulqa")
+    for m in ("mad", "truemad"):
+        per_seed = dyn.filter(pl.col("method") == m).sort("backbone")
+        for kind, col in (("agent_acc", "agent_acc_r1"), ("vote_acc", "majority_acc_r1")):
+            values = per_seed[col].to_list()
+            assert len(values) == 2
+            assert rows[(m, "truthfulqa")][kind] == pytest.approx(statistics.mean(values))
+            assert rows[(m, "truthfulqa")][f"{kind}_sd"] == pytest.approx(statistics.stdev(values))
+        avg = rows[(m, "avg")]
+        assert avg["agent_acc"] == pytest.approx((50 + 0 + rows[(m, "truthfulqa")]["agent_acc"]) / 3)
+    md = (workdir / "results/paper/truemad/table1.md").read_text()
+    assert "| Method | AIME Agent ACC | AIME Vote ACC | GPQA-Diamond Agent ACC" in md
+    assert "Avg. Vote ACC |" in md and "over 2 seed(s)" in md and "AIME 4" in md
+    assert "no Table 1 cells" in md and "+3.62" in md
+
+
+def test_tables_4_to_6_of_the_run(finished):
+    workdir, _ = finished
+    t = pl.read_csv(workdir / "results/paper/truemad/tables4-6.csv")
+    assert set(t["round"]) == {"R1", "R2"} and set(t["benchmark"]) == {"aime", "gpqa-diamond", "truthfulqa"}
+    md = (workdir / "results/paper/truemad/tables4-6.md").read_text()
+    for title in ("Table 4: AIME", "Table 5: GPQA-Diamond", "Table 6: TruthfulQA"):
+        assert title in md
+    assert "| Method | R2 |" in md

@@ -1,0 +1,216 @@
+"""TrueMAD's headline tables as the paper reports them (§4.2, Table 1; §B.1, Tables 4–6).
+
+For one run (a backbone's replicate seed), method and benchmark, with ``c[q][t][i]`` whether agent
+i's answer to question q is right after round t (:func:`lmad.paper.dynamics.correctness_by_round`;
+the paper's R1 is round 0 here):
+
+    Agent ACC(t) = mean over q, i of c[q][t][i]  (the individual agents' answers)
+    Vote ACC(t)  = mean over q of [a strict majority, more than K/2 of the K agents, gives one
+                   answer and it is right]; no strict majority (a tie, a scatter) counts wrong
+
+Table 1 reports both at the last round. A benchmark pools the questions of all its configured
+datasets (AIME's four MathArena copies are one benchmark of 90 questions, not four entries); its
+Avg. is the mean over the benchmarks, per run. Each cell is the mean ± sample SD over the runs
+(seeds) of a backbone; one run has no SD (shown as "n/a", never 0). Tables 4–6 report Agent ACC
+per round R2..R5 the same way, one table per benchmark.
+
+The TrueMAD summary gives no Table 1 cells, only the averaged improvements it quotes (§4.2):
+:data:`PUBLISHED_GAINS`, shown beside this run's own.
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+from .. import layout
+from ..number_format import fmt, markdown
+from ..stats import mean_sd
+from .dynamics import Rounds, _agent_acc, _majority_acc
+
+#: the paper's benchmarks, in its order, with their labels; others follow in config order
+BENCHMARKS = {"aime": "AIME", "gpqa-diamond": "GPQA-Diamond", "truthfulqa": "TruthfulQA"}
+AVG = "avg"
+#: the paper's round-wise table of each benchmark (§B.1)
+ROUND_TABLES = {"aime": 4, "gpqa-diamond": 5, "truthfulqa": 6}
+#: §4.2 / abstract: averaged over the three benchmarks, (method, matched baseline) -> (Agent ACC, Vote ACC) gain, points
+PUBLISHED_GAINS = {("truemad", "mad"): (3.62, 3.52), ("truedmad", "dmad-manners"): (4.72, 4.06)}
+NA = "n/a"
+
+
+def benchmark_order(benchmarks: Mapping[str, str]) -> list[str]:
+    """The benchmarks of ``{dataset: benchmark}``: the paper's first, then the others in config order."""
+    seen = list(dict.fromkeys(benchmarks.values()))
+    return [b for b in BENCHMARKS if b in seen] + [b for b in seen if b not in BENCHMARKS]
+
+
+def pooled(per_dataset: Mapping[str, Mapping[str, Rounds]], benchmarks: Mapping[str, str]) -> dict[str, dict]:
+    """{benchmark: {"n": questions, "agent": [Agent ACC per round], "vote": [Vote ACC per round]}} of one
+    run and method: each benchmark's questions pooled over its datasets, so every question weighs alike."""
+    members: dict[str, list[Rounds]] = {}
+    for dataset, per_q in per_dataset.items():
+        members.setdefault(benchmarks.get(dataset, dataset), []).extend(per_q.values())
+    out = {}
+    for bench, qs in members.items():
+        rounds = min((len(rs) for rs in qs), default=0)
+        out[bench] = {"n": len(qs), "agent": [_agent_acc(qs, t) for t in range(rounds)],
+                      "vote": [_majority_acc(qs, t) for t in range(rounds)]}
+    return out
+
+
+def runs_by_cell(scores: Mapping[tuple[str, str, str], Mapping[str, Rounds]],
+                 benchmarks: Mapping[str, str]) -> dict[tuple[str, str], dict[str, dict[str, dict]]]:
+    """``{(run, dataset, method): {qid: Rounds}}`` → ``{(backbone, method): {run: pooled(...)}}``."""
+    grouped: dict[tuple[str, str], dict[str, dict[str, Mapping[str, Rounds]]]] = {}
+    for (run, dataset, method), per_q in scores.items():
+        grouped.setdefault((layout.model_of(run), method), {}).setdefault(run, {})[dataset] = per_q
+    return {key: {run: pooled(per_dataset, benchmarks) for run, per_dataset in runs.items()}
+            for key, runs in grouped.items()}
+
+
+def _final(values: Sequence[float]) -> float | None:
+    return values[-1] if values and math.isfinite(values[-1]) else None
+
+
+def _spread(values: Sequence[float]) -> dict:
+    mean, sd = mean_sd(values)
+    return {"mean": mean, "sd": sd, "seeds": len(values)}
+
+
+def table1_rows(cells: Mapping[tuple[str, str], Mapping[str, Mapping[str, dict]]], order: Sequence[str],
+                methods: Sequence[str]) -> list[dict]:
+    """One row per backbone × method × benchmark (and Avg.): Agent ACC and Vote ACC at the last round,
+    mean and sample SD over the runs, with the pooled question count. A run's Avg. is the mean over
+    the benchmarks it has all of; methods in ``methods`` order, then any others."""
+    rows = []
+    backbones = list(dict.fromkeys(b for b, _ in cells))
+    for backbone in backbones:
+        present = [m for b, m in cells if b == backbone]
+        for method in [m for m in methods if m in present] + [m for m in present if m not in methods]:
+            runs = cells[(backbone, method)]
+            avg: dict[str, list[float]] = {"agent": [], "vote": []}
+            for bench in order:
+                got = {k: [v for r in runs.values() if bench in r and (v := _final(r[bench][k])) is not None]
+                       for k in ("agent", "vote")}
+                n = max((r[bench]["n"] for r in runs.values() if bench in r), default=0)
+                rows.append(_row(backbone, method, bench, n, got))
+            for run in runs.values():
+                finals = {k: [_final(run[b][k]) if b in run else None for b in order] for k in ("agent", "vote")}
+                for k, vs in finals.items():
+                    if vs and all(v is not None for v in vs):
+                        avg[k].append(sum(vs) / len(vs))
+            n = sum(r["questions"] for r in rows[-len(order):]) if order else 0
+            rows.append(_row(backbone, method, AVG, n, avg))
+    return rows
+
+
+def _row(backbone: str, method: str, bench: str, n: int, got: Mapping[str, list[float]]) -> dict:
+    agent, vote = _spread(got["agent"]), _spread(got["vote"])
+    return {"backbone": backbone, "method": method, "benchmark": bench, "questions": n, "seeds": agent["seeds"],
+            "agent_acc": agent["mean"], "agent_acc_sd": agent["sd"], "vote_acc": vote["mean"], "vote_acc_sd": vote["sd"]}
+
+
+def round_rows(cells: Mapping[tuple[str, str], Mapping[str, Mapping[str, dict]]], order: Sequence[str],
+               methods: Sequence[str]) -> list[dict]:
+    """Tables 4–6 in long form: backbone × benchmark × method × round (R1 = round 0), Agent ACC and
+    Vote ACC mean and sample SD over the runs."""
+    rows = []
+    for (backbone, method), runs in cells.items():
+        for bench in order:
+            have = [r[bench] for r in runs.values() if bench in r]
+            for t in range(min((len(h["agent"]) for h in have), default=0)):
+                agent = _spread([h["agent"][t] for h in have if math.isfinite(h["agent"][t])])
+                vote = _spread([h["vote"][t] for h in have if math.isfinite(h["vote"][t])])
+                rows.append({"backbone": backbone, "benchmark": bench, "method": method, "round": f"R{t + 1}",
+                             "seeds": agent["seeds"], "agent_acc": agent["mean"], "agent_acc_sd": agent["sd"],
+                             "vote_acc": vote["mean"], "vote_acc_sd": vote["sd"]})
+    rank = {m: i for i, m in enumerate(methods)}
+    return sorted(rows, key=lambda r: (r["backbone"], order.index(r["benchmark"]), rank.get(r["method"], len(rank)),
+                                       r["method"], int(r["round"][1:])))
+
+
+def cell(mean: float | None, sd: float | None, seeds: int) -> str:
+    """``mean ± SD``; one seed: ``mean ± n/a`` (a single run has no SD, which is not 0); no value: –."""
+    if mean is None:
+        return "–"
+    return f"{fmt(mean)} ± {fmt(sd) if sd is not None and seeds > 1 else NA}"
+
+
+def _bold_best(rows: list[list[str]], means: list[list[float | None]]) -> None:
+    """Bold the highest mean in each column (the paper marks the best method)."""
+    for j in range(len(means[0]) if means else 0):
+        col = [m[j] for m in means]
+        top = max((v for v in col if v is not None), default=None)
+        for i, v in enumerate(col):
+            if top is not None and v is not None and round(v, 2) == round(top, 2):
+                rows[i][j + 1] = f"**{rows[i][j + 1]}**"
+
+
+def table1_markdown(rows: list[dict], order: Sequence[str], label) -> str:
+    """Table 1: per backbone, a row per method; Agent ACC and Vote ACC per benchmark and their Avg."""
+    out = []
+    cols = [*order, AVG]
+    head = ["Method"] + [f"{_bench_label(b)} {k}" for b in cols for k in ("Agent ACC", "Vote ACC")]
+    for backbone in dict.fromkeys(r["backbone"] for r in rows):
+        mine = [r for r in rows if r["backbone"] == backbone]
+        body, means = [], []
+        for method in dict.fromkeys(r["method"] for r in mine):
+            by = {r["benchmark"]: r for r in mine if r["method"] == method}
+            line, vals = [label(method)], []
+            for b in cols:
+                r = by.get(b)
+                for k in ("agent_acc", "vote_acc"):
+                    line.append(cell(r[k], r[f"{k}_sd"], r["seeds"]) if r else "–")
+                    vals.append(r[k] if r else None)
+            body.append(line)
+            means.append(vals)
+        _bold_best(body, means)
+        seeds = max(r["seeds"] for r in mine)
+        n = {b: r["questions"] for r in mine for b in order if r["benchmark"] == b}
+        out.append(f"## {backbone}\n\n" + markdown(head, body)
+                   + f"\nAccuracy (%) at the last round, mean ± sample SD over {seeds} seed(s)"
+                   + (" (one seed: no SD, shown as n/a)" if seeds < 2 else "") + "; questions per benchmark: "
+                   + ", ".join(f"{_bench_label(b)} {n[b]}" for b in order if b in n) + ".\n")
+    return "\n".join(out)
+
+
+def gains_markdown(rows: list[dict], label) -> str:
+    """Each TrueMAD method's Avg. gain over its matched baseline, beside the paper's published one."""
+    avg = {(r["backbone"], r["method"]): r for r in rows if r["benchmark"] == AVG}
+    lines = []
+    for (method, base), (pa, pv) in PUBLISHED_GAINS.items():
+        for backbone in dict.fromkeys(b for b, _ in avg):
+            a, b = avg.get((backbone, method)), avg.get((backbone, base))
+            if a and b and None not in (a["agent_acc"], b["agent_acc"], a["vote_acc"], b["vote_acc"]):
+                lines.append([backbone, f"{label(method)} − {label(base)}", fmt(a["agent_acc"] - b["agent_acc"], True),
+                              fmt(a["vote_acc"] - b["vote_acc"], True), fmt(pa, True), fmt(pv, True)])
+    if not lines:
+        return ""
+    return ("\n## Gain over the matched baseline (Avg.)\n\n"
+            + markdown(["Backbone", "Comparison", "Agent ACC Δ", "Vote ACC Δ", "Paper: Agent ACC Δ", "Paper: Vote ACC Δ"],
+                       lines)
+            + "\nPaper: the averaged improvements the TrueMAD summary quotes (§4.2, Qwen3-30B-A3B).\n")
+
+
+def rounds_markdown(rows: list[dict], order: Sequence[str], label) -> str:
+    """Tables 4–6: per backbone and benchmark, Agent ACC per round from R2 on, mean ± sample SD."""
+    out = []
+    for backbone in dict.fromkeys(r["backbone"] for r in rows):
+        for bench in order:
+            mine = [r for r in rows if r["backbone"] == backbone and r["benchmark"] == bench and r["round"] != "R1"]
+            if not mine:
+                continue
+            rounds = list(dict.fromkeys(r["round"] for r in mine))
+            body, means = [], []
+            for method in dict.fromkeys(r["method"] for r in mine):
+                by = {r["round"]: r for r in mine if r["method"] == method}
+                body.append([label(method)] + [cell(by[t]["agent_acc"], by[t]["agent_acc_sd"], by[t]["seeds"])
+                                               if t in by else "–" for t in rounds])
+                means.append([by[t]["agent_acc"] if t in by else None for t in rounds])
+            _bold_best(body, means)
+            title = f"Table {ROUND_TABLES[bench]}" if bench in ROUND_TABLES else "Round-wise Agent ACC"
+            out.append(f"## {title}: {_bench_label(bench)}, {backbone}\n\n" + markdown(["Method", *rounds], body))
+    return "\n".join(out)
+
+
+def _bench_label(bench: str) -> str:
+    return "Avg." if bench == AVG else BENCHMARKS.get(bench, bench)
