@@ -7,10 +7,13 @@
 
 if SOCIETIES["enabled"]:
     if SOCIETIES["pool"]["perturbations"]:
+        from lmad.backend_registry import backend as _backend, listing as _listing, names as _names
+
         for _b in config["backbones"]:
-            if config["models"][_b]["backend"] not in ("transformers", "scripted"):
+            if not _backend(config["models"][_b]["backend"]).perturbable:
                 raise ValueError(f"societies.pool.perturbations: backbone {_b} ({config['models'][_b]['backend']}) "
-                                 "cannot load perturbed weights; only the transformers backend can")
+                                 "cannot load perturbed weights; only the "
+                                 f"{_listing(_names(perturbable=True, test_only=False))} backend can")
 
     localrules:
         society_select,

@@ -93,12 +93,12 @@ def test_every_transformers_dtype_is_one_the_backend_loads():
     machine resolves it) is a floating dtype."""
     import torch
 
+    from lmad.backend_registry import BACKENDS
     from lmad.backends.cpu_dtype import resolve_dtype
-    from lmad.backends.identity import DEFAULT_DTYPE
 
     for name in backend_dtypes("transformers"):
         assert getattr(torch, resolve_dtype(name)).is_floating_point, name
-    for backend, default in DEFAULT_DTYPE.items():
+    for backend, default in ((n, e.default_dtype) for n, e in BACKENDS.items() if e.default_dtype):
         assert default in backend_dtypes(backend), backend
 
 

@@ -15,7 +15,7 @@ LAYERS = [
     ("core", ["lmad", "lmad.schemas", "lmad.layout", "lmad.atomic", "lmad.data", "lmad.answers",
               "lmad.model_json", "lmad.cost", "lmad.number_format", "lmad.stats", "lmad.plotting", "lmad.headline",
               "lmad.judge_battery", "lmad.tones", "lmad.job", "lmad.job_resources", "lmad.liveness", "lmad.runlock",
-              "lmad.run_end"]),
+              "lmad.run_end", "lmad.backend_registry"]),
     # the model seam: every backend, the call cache, served vLLM, batching by backend
     ("backends", ["lmad.backends"]),
     # what a model is asked and how its reply is read, shared by every method

@@ -2,6 +2,7 @@
 before any job, so a mistake fails at once and names its key."""
 from __future__ import annotations
 
+from .backend_registry import backend
 from .committees import is_committee
 from .data.loaders import dataset_type
 from .protocols.debate import setting_of
@@ -42,7 +43,7 @@ def serve_by_default(config: dict) -> None:
     embedded engine exposes. Set in place, so every rule and the manifest see the same entry."""
     probed = set(config["backbones"]) if (config.get("disagreement") or {}).get("probe") else set()
     for name, spec in config["models"].items():
-        if spec.get("backend") == "vllm" and "serve" not in spec:
+        if backend(spec["backend"]).served_by and "serve" not in spec:
             spec["serve"] = name not in probed
 
 
@@ -50,9 +51,9 @@ def check_config(config: dict, allow_test_double: bool) -> None:
     # The deterministic test double exists for the test suite; a user config cannot use it.
     if not allow_test_double:
         for name, model in config["models"].items():
-            if model["backend"] == "scripted":
+            if backend(model["backend"]).test_only:
                 raise ValueError(
-                    f"config models.{name}.backend: 'scripted' is the test double and is only "
+                    f"config models.{name}.backend: {model['backend']!r} is the test double and is only "
                     "allowed in the test suite (LMAD_ALLOW_TEST_DOUBLE=1)"
                 )
     check_committees(config)
@@ -73,17 +74,12 @@ def check_config(config: dict, allow_test_double: bool) -> None:
         if name not in config["models"]:
             raise ValueError(f"config jury.judges: model {name!r} is not defined under 'models'")
     if (config.get("disagreement") or {}).get("probe"):
-        from .disagreement.probe import PROBE_BACKENDS
+        from .disagreement.probe import unprobeable
 
         for name in config["backbones"]:
-            spec = config["models"][name]
-            # a served model's jobs talk to it as OpenAI clients (lmad.backends.open_backend)
-            kind = "openai" if spec.get("serve") else spec["backend"]
-            if kind not in PROBE_BACKENDS:
-                served = ", served" if spec.get("serve") else ""
-                raise ValueError(f"config disagreement.probe: backbone {name} ({spec['backend']}{served}) exposes no "
-                                 f"next-token log-probabilities; layer D needs {', '.join(PROBE_BACKENDS)} "
-                                 f"(vllm embedded, not served)")
+            why = unprobeable(name, config["models"][name])
+            if why:
+                raise ValueError(f"config disagreement.probe: {why}")
     for name in config["methods"]:
         if method(name).family == "debate":
             setting_of(name, config)  # a bad per-method setting (or a society while societies are off) fails here

@@ -4,6 +4,8 @@ Scheduling only: none of this reaches the backend, the rule params or a cache ke
 """
 from __future__ import annotations
 
+from .backend_registry import backend, listing, names
+
 # The scheduler settings a served model's server job takes from models.<name>.resources, else
 # from the profile's default-resources; never from the client job that happens to start it.
 SERVER_PLACEMENT = ("slurm_partition", "slurm_account")
@@ -23,13 +25,13 @@ def unset_mem_mb(defaults: dict, input) -> int:
 
 
 def model_sizing(models: dict, name: str, served_as_client: bool = True) -> dict:
-    """Resources of one model's stage jobs (``models`` is config ``models``). A ``vllm`` model
-    asks for ``tensor_parallel_size`` GPUs (``resources.gpu`` overrides; 0 for the CPU build of
-    vLLM) plus host memory (MB), wall time (minutes) and CPUs per GPU, each overridable under
-    ``models.<name>.resources``. Any other backend asks for no GPU and keeps the profile's
-    default resources unless its ``resources:`` entry sets them. A served model's (``serve:
-    true``) stage jobs are light clients with no GPU; its server's job gets the sizing
-    (``served_as_client=False``)."""
+    """Resources of one model's stage jobs (``models`` is config ``models``). A model of a GPU
+    backend (lmad.backend_registry ``gpu``: vllm) asks for ``tensor_parallel_size`` GPUs
+    (``resources.gpu`` overrides; 0 for the CPU build of vLLM) plus host memory (MB), wall time
+    (minutes) and CPUs per GPU, each overridable under ``models.<name>.resources``. Any other
+    backend asks for no GPU and keeps the profile's default resources unless its ``resources:``
+    entry sets them. A served model's (``serve: true``) stage jobs are light clients with no GPU;
+    its server's job gets the sizing (``served_as_client=False``)."""
     spec = models[name]
     if spec.get("serve") and served_as_client:
         return {"gpu": 0}
@@ -37,9 +39,10 @@ def model_sizing(models: dict, name: str, served_as_client: bool = True) -> dict
     # where a served model's server job goes; a stage job's partition is the profile's business
     placement = {k: own.pop(k) for k in SERVER_PLACEMENT if k in own}
     placement = placement if spec.get("serve") else {}
-    if spec["backend"] != "vllm" and own.get("gpu", 0) != 0:
-        raise ValueError(f"config models.{name}.resources.gpu: only vllm models run on GPUs")
-    gpus = own.pop("gpu", spec.get("tensor_parallel_size", 1)) if spec["backend"] == "vllm" else 0
+    on_gpu = backend(spec["backend"]).gpu
+    if not on_gpu and own.get("gpu", 0) != 0:
+        raise ValueError(f"config models.{name}.resources.gpu: only {listing(names(gpu=True))} models run on GPUs")
+    gpus = own.pop("gpu", spec.get("tensor_parallel_size", 1)) if on_gpu else 0
     own.pop("gpu", None)
     if gpus == 0:
         return {"gpu": 0, **own, **placement}

@@ -41,9 +41,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from .backend_registry import BACKENDS
+
 ENV = "LMAD_WORKER_SOCKET"       # set in Snakemake's environment, inherited by every local job
 SWITCH = "LMAD_WORKER"           # "0" turns the worker off
-IN_PROCESS_BACKENDS = ("transformers", "vllm")   # load a model into the job's own process
 _HEADER = struct.Struct("!Q")
 _STATUS = struct.Struct("!i")
 _REFUSED = -(1 << 30)   # the child is not of the job's interpreter or code: the job runs itself
@@ -54,9 +55,10 @@ _POLL_S = 0.5
 
 def loads_a_model(value: Any) -> bool:
     """Whether a job's arguments name a model that loads into the job's process (not a served
-    one, which the job only talks to)."""
+    one, which the job only talks to): lmad.backend_registry's ``in_process``."""
     if isinstance(value, dict):
-        if value.get("backend") in IN_PROCESS_BACKENDS and not value.get("serve"):
+        entry = BACKENDS.get(value.get("backend")) if isinstance(value.get("backend"), str) else None
+        if entry is not None and entry.in_process and not (value.get("serve") and entry.served_by):
             return True
         return any(loads_a_model(v) for v in value.values())
     if isinstance(value, (list, tuple)):

@@ -25,16 +25,13 @@ from typing import Any
 from .cpu_dtype import resolve_dtype
 from .model_files import model_identity, template_identity
 from .perturb import perturb_suffix
+from ..backend_registry import backend
 
 #: per-model sampling settings (config ``models.<name>.sampling``) and their neutral values:
 #: what offline vLLM applies when a request names none, and what a served model is held to
 #: (its server starts with ``--generation-config vllm``, so a model's generation_config.json
 #: defaults never apply to served replies only).
 SAMPLING_DEFAULTS = {"top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0}
-
-#: the dtype a backend loads with when the config names none (the embedded backend's ``auto`` is
-#: resolved here, per machine, so the key names the dtype that ran: cpu_dtype)
-DEFAULT_DTYPE = {"transformers": "auto", "vllm": "auto"}
 
 #: vLLM engine arguments that change speed or memory, never a reply
 THROUGHPUT_ENGINE_KEYS = frozenset({
@@ -79,12 +76,14 @@ def settings_identity(spec: dict[str, Any]) -> str:
     """The reply-changing settings of a model entry as one short readable string, e.g.
     ``transformers,dtype=float32`` or ``vllm,build=cuda,dtype=bfloat16,tp=2,quantization=awq``."""
     kind = spec["backend"]
+    entry = backend(kind)
     parts = [kind]
     if kind == "vllm":
         parts.append(f"build={_vllm_build()}")
-    if kind in DEFAULT_DTYPE:
-        dtype = spec.get("dtype") or DEFAULT_DTYPE[kind]
-        parts.append(f"dtype={resolve_dtype(dtype) if kind == 'transformers' else dtype}")
+    if entry.default_dtype:  # the dtype it loads with when the config names none (registry)
+        dtype = spec.get("dtype") or entry.default_dtype
+        # the embedded backend's ``auto`` as this machine resolves it, so the key names what ran (cpu_dtype)
+        parts.append(f"dtype={resolve_dtype(dtype) if entry.machine_dtype else dtype}")
     if kind == "vllm":
         parts.append(f"tp={spec.get('tensor_parallel_size', 1)}")
         engine = spec.get("engine_kwargs") or {}
@@ -99,11 +98,10 @@ def weights_identity(spec: dict[str, Any]) -> str:
     """What the backend itself reports as its ``model_id``: name, weights fingerprint, chat
     template options and perturbation (the identity before settings were part of it)."""
     kwargs = spec.get("chat_template_kwargs")
-    if spec["backend"] == "scripted":
-        from .scripted import scripted_identity
-
-        base = template_identity(scripted_identity(spec.get("name", "scripted"), spec.get("judge_mode", "hash")), kwargs)
-    elif spec["backend"] == "openai":  # a served model: only a configured revision fingerprints it
+    entry = backend(spec["backend"])
+    if entry.identity:  # the backend's own (the test double's: no weights files)
+        base = template_identity(entry.load_identity()(spec), kwargs)
+    elif entry.remote:  # a served model: only a configured revision fingerprints it
         base = template_identity(model_identity(spec["name"], None, spec.get("revision")), kwargs)
     else:
         base = template_identity(model_identity(spec["name"], spec.get("model"), spec.get("revision")), kwargs)

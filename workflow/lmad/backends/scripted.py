@@ -96,6 +96,11 @@ def scripted_identity(name: str, judge_mode: str = "hash") -> str:
     return f"{name}@test-double" + ("" if judge_mode == "hash" else f"+judge-{judge_mode}")
 
 
+def spec_identity(spec: dict) -> str:
+    """A test-double model entry's weights identity (lmad.backend_registry ``identity``)."""
+    return scripted_identity(spec.get("name", "scripted"), spec.get("judge_mode", "hash"))
+
+
 class ScriptedBackend(Backend):
     def __init__(self, name: str = "scripted", responder: Responder | str | None = None, judge_mode: str = "hash",
                  chat_template_kwargs: dict | None = None, perturb: dict | None = None, **_):

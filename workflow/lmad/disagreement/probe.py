@@ -27,6 +27,7 @@ import math
 from typing import Sequence
 
 from ..answers import key_of, same_answer, type_of
+from ..backend_registry import BACKENDS, names, runs_as
 from ..backends import ChatRequest
 
 LETTERS = ("A", "B", "C", "D", "E", "F", "G")
@@ -37,9 +38,22 @@ CONDITIONS = ("prior", "treat", "control")
 FILLER = ("The room was quiet and the lights were on. A clock on the wall showed the time. Someone "
           "closed a window and sat down again. The table held a few sheets of paper and a pen. ")
 MIDPOINT = 4.0
-#: the backends whose ``next_token_logprobs`` reads the model (lmad.config_checks refuses others,
-#: and a served vLLM model, whose jobs are OpenAI clients)
-PROBE_BACKENDS = ("transformers", "vllm", "scripted")
+
+
+def probe_backends() -> tuple[str, ...]:
+    """The backends whose ``next_token_logprobs`` reads the model (lmad.backend_registry ``logprobs``)."""
+    return names(logprobs=True)
+
+
+def unprobeable(name: str, spec: dict) -> str | None:
+    """Why backbone ``name`` (its config ``models`` entry ``spec``) cannot be probed, or None. A
+    served model's jobs are its server's clients (``runs_as``), which give no log-probabilities."""
+    if runs_as(spec).logprobs:
+        return None
+    served = ", served" if spec.get("serve") else ""
+    embedded = [f"{n} embedded, not served" for n in probe_backends() if BACKENDS[n].served_by]
+    return (f"backbone {name} ({spec['backend']}{served}) exposes no next-token log-probabilities; layer D needs "
+            f"{', '.join(probe_backends())}" + (f" ({'; '.join(embedded)})" if embedded else ""))
 
 
 def filler(words: int) -> str:
