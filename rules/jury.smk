@@ -52,6 +52,7 @@ rule jury_table:
         pair=config["jury"]["pair"],
         min_rate=config["jury"]["min_rate"],
         battery=config["jury"]["battery"],
+        subscores=config["jury"]["subscores"],
     conda:
         "../envs/pipeline.yaml"
     script:

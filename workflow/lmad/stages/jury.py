@@ -92,14 +92,15 @@ def _backbone_row(backbone: str, pair: list[str], s: dict, shortfalls: list[str]
 
 
 def jury_table(verdicts: list[str], csv: str, md: str, pair: list[str], min_rate: float, provenance: dict,
-               battery: dict | None = None) -> None:
+               battery: dict | None = None, subscores: bool | None = None) -> None:
     """results/paper/jury.{csv,md}: per backbone, A wins / ties / B wins of the swap-checked jury,
     its swap-consistency, its battery sensitivity per severity tier and its fallbacks; in the
     sub-score mode the mean sub-score of each method per dimension, with the share of scores the
     two orders agree on. A jury below the floor is FAILED, one without any battery pair (a run
     without gold: GlobalOpinionQA) UNVALIDATED, and their verdicts and means are not shown; nor are
     the pairs of a dataset without battery pairs, which the report names. ``battery``: config
-    ``jury.battery`` (the pass tier; the size the report checks the battery against)."""
+    ``jury.battery`` (the pass tier; the size the report checks the battery against); ``subscores``:
+    config ``jury.subscores`` (None: the sub-score table when some reply was scored)."""
     battery = {"questions": 18, "tiers": list(TIERS), "pass_tier": TIERS[0], **(battery or {})}
     required = required_tiers(battery["pass_tier"])
     by_backbone = {}
@@ -145,7 +146,7 @@ def jury_table(verdicts: list[str], csv: str, md: str, pair: list[str], min_rate
              f"{r['fallbacks']} / {r['replies']}"] for r in rows]
     text = markdown(["Backbone", "Questions", f"{a} wins", "Ties", f"{b} wins", "Swap-consistency",
                      *(f"Sensitivity {t}" for t in TIERS), "Sensitivity (all tiers)", "Fallbacks / replies"], body)
-    if any(r["scored_replies"] for r in rows):
+    if rows and (subscores if subscores is not None else any(r["scored_replies"] for r in rows)):
         sub = [[r["backbone"], d, *(_num(r[f"{d}_{x}"]) if r[f"{d}_{x}"] is not None else r["status"]
                                     for x in ("a", "b")), _pct(r[f"{d}_same_both_orders"])]
                for r in rows for d in DIMENSIONS]
