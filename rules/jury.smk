@@ -1,6 +1,7 @@
 # Swap-checked pairwise jury of the layered-disagreement paper (docs/studies.md "Pairwise jury"), selected by config `jury.pair`:
 # per backbone and juror model one job judges every question's pair of final answers and the
-# sensitivity battery, each in both orders, in one batch; the table takes the jury's majority.
+# severity battery, each in both orders, in one batch (four 1-5 sub-scores per answer, or
+# 1 / 2 / tie: jury.subscores); the table takes the jury's majority.
 # Input functions are lmad.plan's.
 
 
@@ -12,7 +13,7 @@ rule jury:
     input:
         questions=plan.configured_questions(),
         predictions=plan.jury_predictions,
-        prompt=config["prompts"]["jury"],
+        prompt=config["prompts"]["jury_subscores" if config["jury"]["subscores"] else "jury"],
         **JUROR_MODEL.input,
     output:
         verdicts=layout.disagreement("{backbone}", "jury_{juror}.parquet"),
@@ -25,7 +26,8 @@ rule jury:
         **JUROR_MODEL.params,
         judge_name=lambda w: w.juror,
         pair=config["jury"]["pair"],
-        battery_questions=config["jury"]["battery_questions"],
+        battery=config["jury"]["battery"],
+        subscores=config["jury"]["subscores"],
         max_tokens=config["jury"]["max_tokens"],
         seed=config["seed"],
     conda:
@@ -49,6 +51,8 @@ rule jury_table:
         **stage("lmad.stages.jury:jury_table"),
         pair=config["jury"]["pair"],
         min_rate=config["jury"]["min_rate"],
+        battery=config["jury"]["battery"],
+        subscores=config["jury"]["subscores"],
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -73,7 +73,7 @@ def test_an_empty_gold_of_any_type_builds_no_item():
     rows = [row(0, "choice", ""), row(1, "span", ""), row(2, "span", "Alpha", dataset="d_choice"),
             row(3, "choice", "B"), row(4, "span", "", aliases=["Gamma"])]
     for it in jury_battery(rows, 10, seed=0):
-        assert it["a"].strip() and it["qid"] not in ("q0", "q1")
+        assert it["known"].strip() and it["known"] in it["a"] and it["qid"] not in ("q0", "q1")
     assert not [it for it in pushback_battery(rows, 10, seed=0) if it.qid in ("q0", "q1")]
     assert all(it.candidate.strip(" .") and it.candidate != "The answer is ." for it in judge_battery(rows, 10, KINDS, 2, 0)
                if it.expected)
@@ -106,8 +106,9 @@ def test_no_battery_item_has_an_empty_known_better_side(spec, seed):
     by_id = {(q["dataset"], q["qid"]): q for q in rows}
     for it in jury_battery(rows, 20, seed):
         q = by_id[(it["dataset"], it["qid"])]
-        assert it["a"].strip() and it["a"] in known_golds(q) and q["answer_type"] != "opinion"
-        assert not gold_of(q).correct(it["b"]) or q["answer_type"] == "span"
+        assert it["known"].strip() and it["known"] in known_golds(q) and q["answer_type"] != "opinion"
+        assert it["a"].startswith(f"The answer is {it['known']}") and it["tier"] in ("severe", "moderate", "subtle")
+        assert not gold_of(q).correct(it["rival"]) or q["answer_type"] == "span"
     for it in pushback_battery(rows, 20, seed):
         q = by_id[(it.dataset, it.qid)]
         stated = it.parent.rsplit("Answer: ", 1)[1]
@@ -127,7 +128,8 @@ def test_no_battery_item_has_an_empty_known_better_side(spec, seed):
 
 def verdict_rows(items, juror="j"):
     """A juror that always picks the answer shown as ``a`` (the known-better one on the battery)."""
-    return [{"kind": it["kind"], "dataset": it["dataset"], "qid": it["qid"], "order": order, "judge_model": juror,
+    return [{"kind": it["kind"], "dataset": it["dataset"], "qid": it["qid"], "tier": it.get("tier", ""),
+             "order": order, "judge_model": juror,
              "a": it["a"], "b": it["b"], "raw": c, "choice": c, "winner": winner(c, order)}
             for it in items for order, c in ((0, "1"), (1, "2"))]
 
@@ -159,7 +161,8 @@ def test_mixed_run_counts_only_the_datasets_the_battery_covers(tmp_path):
     letters; GlobalOpinionQA's pairs are named, not counted."""
     qs = [opinion(i) for i in range(4)] + [gpqa(i) for i in range(3)]
     battery = jury_battery(qs, 10, 0)
-    assert {b["dataset"] for b in battery} == {"gpqa-diamond"} and all(b["a"] in "ABCD" for b in battery)
+    assert {b["dataset"] for b in battery} == {"gpqa-diamond"} and all(b["known"] in "ABCD" for b in battery)
+    assert len(battery) == 3 * 3 and all(b["a"].startswith(f"The answer is {b['known']} (") for b in battery)
     items = pairs(qs) + [{"kind": "battery", **b} for b in battery]
     s = summarize(verdict_rows(items), 0.8)
     assert s["passed"] and s["validated"] == ["gpqa-diamond"] and s["unvalidated"] == {"globalopinionqa": 4}

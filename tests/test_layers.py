@@ -23,7 +23,7 @@ LAYERS = [
     ("protocols", ["lmad.protocols"]),
     ("registry", ["lmad.registry"]),
     # what the studies compute from saved tables and model calls
-    ("studies", ["lmad.disagreement", "lmad.paper", "lmad.jury", "lmad.process", "lmad.finalizers"]),
+    ("studies", ["lmad.disagreement", "lmad.paper", "lmad.jury", "lmad.jury_battery", "lmad.process", "lmad.finalizers"]),
     # the rules' stage functions: read tables, call the layers below, write tables
     ("stages", ["lmad.stages"]),
     # Snakemake's side: the rule bridge, the warm worker, the planning, the config checks and the

@@ -165,6 +165,7 @@ MULTI_HOP = [  # span, yes/no wording on a span set, StrategyQA's facts, a span 
 # here changes every multi-hop call's cache key: make it on purpose, then update the pin.
 PINNED = {
     "chair": "aa511b825033568e", "extractor_premises": "2bb6d6fe829c0bd9",  # added after the pin, as they are
+    "jury_subscores": "9f887fbaa9d62a43",  # added after the pin, as it is
     "debate_advise": "ad80d7e3e633b5dd", "debate_affirmative": "28047cca787dd221", "debate_cot": "804c59f7bbccec8d",
     "debate_engage": "f6dfe0e8b0816cf2", "debate_io": "72bb68640c2eaf5b", "debate_judge": "82d6586884a1e666",
     "debate_moderator": "de34fdc0f98dfd39", "debate_negative": "199fff32b7b88ab5", "debate_note": "c1f3a51921fd72bb",
@@ -203,6 +204,7 @@ def test_lmad_finalizer_and_jury_requests_name_the_family(family, demo):
         judge_request(PROMPTS["finalize_judge"], q, ["A", "B"], 16),
         verify_request(PROMPTS["verifier"], q, "A", 64),
         jury_request(PROMPTS["jury"], q, "A", "B", 4),
+        jury_request(PROMPTS["jury_subscores"], q, "A", "B", 128, subscores=True),
     ]
     f = question_fields(q)
     for req in requests:
@@ -210,7 +212,7 @@ def test_lmad_finalizer_and_jury_requests_name_the_family(family, demo):
         assert not mentions_passages(text), text
     system = [dict(req.messages).get("system", "") for req in requests]
     assert all(f["question_kind"] in system[i] for i in (2, 4, 5))  # debater, tie judge, verifier
-    assert all(f"the given {f['evidence']}" in system[i] for i in (3, 6))  # resolver, jury
+    assert all(f"the given {f['evidence']}" in system[i] for i in (3, 6, 7))  # resolver, jury (both forms)
     assert f"{f['quote_source']} text copied word for word" in dict(requests[3].messages)["user"]
 
 

@@ -267,12 +267,16 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("rp_low", _f64), ("ei_high", _f64), ("ei_low", _f64), ("nc_high", _f64), ("nc_low", _f64),
         ("passed", _bool), ("reason", _str),
     ]), ["judge_model"]),
-    # one juror's reply on one ordering of one pair (lmad.jury): kind pair (methods A vs B) | battery (gold as A
-    # vs a rival as B); order 0 shows A first; choice 1 | 2 | tie | "" (unparsable); winner a | b | tie | ""
+    # one juror's reply on one ordering of one pair (lmad.jury): kind pair (methods A vs B) | battery (a known-better
+    # text as A vs its degradation as B, tier severe | moderate | subtle; "" on a pair); order 0 shows A first;
+    # choice 1 | 2 | tie | "" (unparsable; in the sub-score mode derived from the sums); winner a | b | tie | "";
+    # a_scores / b_scores: the sub-scores (coverage, steelmanning, commitment, soundness) of A and B, null in the
+    # choice mode and on a fallback; parse_error: why the reply was a fallback ("" when parsed)
     "jury_verdicts": (pl.Schema([
-        ("dataset", _str), ("qid", _str), ("kind", _str), ("order", _int), ("judge_model", _str), ("a", _str),
-        ("b", _str), ("raw", _str), ("choice", _str), ("winner", _str), *_CALL,
-    ]), ["kind", "dataset", "qid", "order"]),
+        ("dataset", _str), ("qid", _str), ("kind", _str), ("tier", _str), ("order", _int), ("judge_model", _str),
+        ("a", _str), ("b", _str), ("raw", _str), ("choice", _str), ("winner", _str), ("a_scores", pl.List(_int)),
+        ("b_scores", pl.List(_int)), ("parse_error", _str), *_CALL,
+    ]), ["kind", "dataset", "qid", "tier", "order"]),
     # layer D (lmad.disagreement.probe): one read of one probe cell (a debater's round-0 answer vs the first
     # peer answering otherwise) in one condition (prior | treat | control): the seven letters' log-probabilities
     # (null when not measured: ``error`` says why), their mass, the renormalized distribution, E and |E - 4|
