@@ -84,12 +84,12 @@ def check_config(config: dict, allow_test_double: bool) -> None:
                 raise ValueError(f"config disagreement.probe: backbone {name} ({spec['backend']}{served}) exposes no "
                                  f"next-token log-probabilities; layer D needs {', '.join(PROBE_BACKENDS)} "
                                  f"(vllm embedded, not served)")
-    check_society_split(config)
     for name in config["methods"]:
         if method(name).family == "debate":
             setting_of(name, config)  # a bad per-method setting (or a society while societies are off) fails here
         elif method(name).society:
             check_lmad_society(name, config)
+    check_society_split(config)
 
 
 def check_society_split(config: dict) -> None:
