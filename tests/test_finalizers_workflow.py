@@ -22,7 +22,8 @@ def test_finalizers_and_readout_on_every_round(workdir):
     assert "rule debate_round:" in plan
 
     config["finalizers"] = {"enabled": True}
-    config["societies"] = {"enabled": True, "k": 2, "split": {"size": 1}, "pool": {"temperatures": [0.1, 0.5, 0.9], "personas": ["plain", "skeptic"],
+    config["societies"] = {"enabled": True, "k": 2, "split": {"size": 1},
+                           "pool": {"temperatures": [0.1, 0.5, 0.9], "personas": ["plain", "skeptic"],
                                                              "variants": ["standard"],
                                                              "perturbations": [{"seed": 1, "scale": 0.001}]}}
     write_config(workdir, config)

@@ -247,7 +247,8 @@ def test_config_errors_name_their_key(methods, societies, key, message):
 # ----------------------------------------------------------------------------- workflow
 
 SOCIETIES = {"enabled": True, "k": 2, "split": {"size": 1, "construct_on": {"2wikimultihopqa": "hotpotqa", "musique": "hotpotqa",
-                                                 "strategyqa": "hotpotqa"}}, "pool": {"temperatures": [0.1, 0.9], "personas": ["plain", "skeptic"],
+                                                 "strategyqa": "hotpotqa"}},
+             "pool": {"temperatures": [0.1, 0.9], "personas": ["plain", "skeptic"],
                                                "variants": ["standard", "verify"],
                                                "perturbations": [{"seed": 1, "scale": 0.001}]}}
 
@@ -291,6 +292,12 @@ def test_workflow_a_society_method_debates_the_selected_members_and_reruns_on_re
     table = (workdir / "results" / "scripted" / "analysis" / "table.md").read_text()
     assert "| mad+ac-greedy |" in table and "Held out: every method is scored on the evaluation split" in table
     assert "the first 1 questions of each benchmark's seeded ranking" in table
+    # the analysis cells: HotpotQA's construction question is in no method's cell, plain or society
+    built_on = set(pool.filter(pl.col("split") == "construction")["qid"])
+    assert len(built_on) == 1 and set(pool.filter(pl.col("dataset") == "hotpotqa")["qid"]) > built_on
+    acc = pl.read_parquet(root / "analysis" / "accuracy.parquet")
+    assert set(acc.filter(pl.col("dataset") == "hotpotqa")["n"]) == {1}
+    assert set(acc.filter(pl.col("dataset") != "hotpotqa")["n"]) == {1}  # transfer targets: every question held out
 
     # a re-selection (here: AC-Greedy's members in the other order; Snakemake compares the file's
     # content, so a touch alone is not one) reruns every round of the society methods, nothing of plain MAD

@@ -247,7 +247,8 @@ def test_lmad_society_config_errors_name_their_key(methods, societies, key, mess
 # ----------------------------------------------------------------------------- workflow (planning only)
 
 SOCIETIES = {"enabled": True, "k": 2, "split": {"size": 1, "construct_on": {"2wikimultihopqa": "hotpotqa", "musique": "hotpotqa",
-                                                 "strategyqa": "hotpotqa"}}, "pool": {"temperatures": [0.1, 0.9], "personas": ["plain", "skeptic"],
+                                                 "strategyqa": "hotpotqa"}},
+             "pool": {"temperatures": [0.1, 0.9], "personas": ["plain", "skeptic"],
                                                "variants": ["standard"], "perturbations": []}}
 
 
@@ -307,4 +308,4 @@ def test_workflow_lmad_with_a_society_runs_to_the_paper(workdir):
     debates = pl.read_csv(workdir / "results" / "paper" / "society_debates.csv")
     assert set(debates["method"]) == {"lmad", "lmad+ac-greedy"}
     table = (root / "analysis" / "table.md").read_text()
-    assert "| lmad+ac-greedy |" in table and "lmad+ac-greedy: scored on all questions" in table
+    assert "| lmad+ac-greedy |" in table and "Held out: every method is scored on the evaluation split" in table
