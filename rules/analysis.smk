@@ -10,6 +10,7 @@ rule analyze:
         judgments=plan.backbone_judgments,
         predictions=plan.backbone_predictions,
         validation=plan.judge_validation_file(),
+        held_out=lambda w: [layout.society(w.backbone, "split")] if plan.held_out_splits() else [],
     output:
         accuracy=layout.analysis("{backbone}", "accuracy.parquet"),
         table_csv=layout.analysis("{backbone}", "table.csv"),
@@ -19,6 +20,7 @@ rule analyze:
     params:
         **stage("lmad.stages.analyze:analyze"),
         backbone=lambda w: w.backbone,
+        held_out_size=plan.held_out_size(),
         **plan.run_scope("methods", "datasets", "metric"),
         bootstrap_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["seed"],

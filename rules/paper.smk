@@ -30,6 +30,7 @@ rule paper_table1:
     input:
         validation=plan.judge_validation_file(),
         judgments=plan.paper_judgments(),
+        held_out=plan.held_out_splits(),
     output:
         csv=layout.paper("table1.csv"),
         md=paper_report("table1.md", "table1"),
@@ -38,6 +39,7 @@ rule paper_table1:
         "logs/paper/table1.log",
     params:
         **stage("lmad.stages.paper:table1"),
+        held_out_size=plan.held_out_size(),
         **plan.run_scope("metric", "backbones", "datasets"),
         columns=plan.paper_columns(),
         baselines=config["paper"]["baselines"],
@@ -97,6 +99,7 @@ rule paper_headroom:
         proposals=plan.paper_proposals(),
         judgments=plan.paper_judgments(),
         rounds0=plan.paper_rounds0(),
+        held_out=plan.held_out_splits(),
     output:
         csv=layout.paper("headroom.csv"),
         md=paper_report("headroom.md", "headroom"),
@@ -104,6 +107,7 @@ rule paper_headroom:
         "logs/paper/headroom.log",
     params:
         **stage("lmad.stages.paper:headroom_table"),
+        held_out_size=plan.held_out_size(),
         **plan.run_scope("metric", "backbones", "methods"),
     conda:
         "../envs/pipeline.yaml"

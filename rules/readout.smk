@@ -13,6 +13,7 @@ if FINALIZE["enabled"]:
         input:
             questions=plan.configured_questions(),
             finalized=plan.finalized_tables(),
+            held_out=plan.held_out_splits(),
             predictions=lambda w: [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS
                                    for m in plan.finalizer_methods()],
             round_samples=lambda w: [layout.debate_round(b, d, m, t) for b in BACKBONES for d in DATASETS
@@ -30,6 +31,7 @@ if FINALIZE["enabled"]:
             "logs/paper/readout.log",
         params:
             **stage("lmad.stages.readout:readout_table"),
+            held_out_size=plan.held_out_size(),
             backbones=BACKBONES,
             methods=plan.finalizer_methods(),
         conda:
@@ -41,6 +43,7 @@ if FINALIZE["enabled"]:
         input:
             questions=plan.configured_questions(),
             finalized=plan.finalized_tables(),
+            held_out=plan.held_out_splits(),
             predictions=lambda w: [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS
                                    for m in plan.finalizer_methods()],
         output:
@@ -51,6 +54,7 @@ if FINALIZE["enabled"]:
             "logs/paper/headroom_lift.log",
         params:
             **stage("lmad.stages.readout:headroom_lift"),
+            held_out_size=plan.held_out_size(),
         conda:
             "../envs/pipeline.yaml"
         script:

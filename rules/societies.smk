@@ -1,7 +1,8 @@
 # Coverage-selected societies (When Debate Helps §4; docs/methods.md "Coverage-selected societies"): a pool
 # of agents (temperature x persona x prompt variant, plus seeded weight-perturbed agents) answers
-# every question; AC-Greedy, SC-Greedy, top-K and the default personas are selected on a
-# selection split and evaluated on the disjoint rest (lmad.stages.societies). Off unless
+# every question; AC-Greedy, SC-Greedy, top-K and the default personas are selected per benchmark
+# on its construction split (config societies.split) and evaluated on its held-out rest, the only
+# questions the tables with a society column score (lmad.stages.societies). Off unless
 # societies.enabled.
 
 
@@ -16,12 +17,32 @@ if SOCIETIES["enabled"]:
                                  f"{_listing(_names(perturbable=True, test_only=False))} backend can")
 
     localrules:
+        society_split,
         society_select,
         paper_societies,
+
+    rule society_split:
+        input:
+            questions=lambda w: [plan.questions_path(w.backbone, d) for d in DATASETS],
+        output:
+            split=layout.society("{backbone}", "split"),
+        log:
+            "logs/{backbone}/societies/split.log",
+        params:
+            **stage("lmad.stages.societies:society_split"),
+            seed=config["seed"],
+            size=SOCIETIES["split"]["size"],
+            sizes=plan.society_sizes(),
+            construct_on=SOCIETIES["split"]["construct_on"],
+        conda:
+            "../envs/pipeline.yaml"
+        script:
+            "../workflow/scripts/stage.py"
 
     rule society_pool:
         input:
             questions=lambda w: [plan.questions_path(w.backbone, d) for d in DATASETS],
+            split=layout.society("{backbone}", "split"),
             prompt=config["prompts"]["solver"],
             **BACKBONE_MODEL.input,
         output:
@@ -37,7 +58,6 @@ if SOCIETIES["enabled"]:
             personas=SOCIETIES["pool"]["personas"],
             variants=SOCIETIES["pool"]["variants"],
             perturbations=SOCIETIES["pool"]["perturbations"],
-            selection_fraction=SOCIETIES["selection_fraction"],
             max_tokens=config["solver"]["max_tokens"],
             seed=config["seed"],
             call_seed=plan.call_seed,
@@ -52,13 +72,18 @@ if SOCIETIES["enabled"]:
     rule society_select:
         input:
             pool=layout.society("{backbone}", "pool"),
+            split=layout.society("{backbone}", "split"),
         output:
             members=layout.society("{backbone}", "members"),
             evaluation=layout.society("{backbone}", "evaluation"),
+            **({"sweep": layout.society("{backbone}", "sweep")} if plan.society_sizes() else {}),
         log:
             "logs/{backbone}/societies/select.log",
         params:
             **stage("lmad.stages.societies:society_select"),
+            size=SOCIETIES["split"]["size"],
+            sizes=plan.society_sizes(),
+            construct_on=SOCIETIES["split"]["construct_on"],
             k=SOCIETIES["k"],
             sc_min_support=SOCIETIES["sc_min_support"],
             default_temperatures=config["agents"]["temperatures"],
@@ -72,14 +97,18 @@ if SOCIETIES["enabled"]:
             unpack(plan.society_debate_inputs),
             evaluation=[layout.society(b, "evaluation") for b in BACKBONES],
             members=[layout.society(b, "members") for b in BACKBONES],
+            sweeps=[layout.society(b, "sweep") for b in BACKBONES] if plan.society_sizes() else [],
         output:
             csv=layout.paper("societies.csv"),
             md=layout.paper("societies.md"),
             debates_csv=layout.paper("society_debates.csv"),
+            **({"sweep_csv": layout.paper("societies_sweep.csv"), "sweep_md": layout.paper("societies_sweep.md")}
+               if plan.society_sizes() else {}),
         log:
             "logs/paper/societies.log",
         params:
             **stage("lmad.stages.societies:societies_table"),
+            size=SOCIETIES["split"]["size"],
         conda:
             "../envs/pipeline.yaml"
         script:

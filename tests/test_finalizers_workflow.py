@@ -22,7 +22,8 @@ def test_finalizers_and_readout_on_every_round(workdir):
     assert "rule debate_round:" in plan
 
     config["finalizers"] = {"enabled": True}
-    config["societies"] = {"enabled": True, "k": 2, "pool": {"temperatures": [0.1, 0.5, 0.9], "personas": ["plain", "skeptic"],
+    config["societies"] = {"enabled": True, "k": 2, "split": {"size": 1},
+                           "pool": {"temperatures": [0.1, 0.5, 0.9], "personas": ["plain", "skeptic"],
                                                              "variants": ["standard"],
                                                              "perturbations": [{"seed": 1, "scale": 0.001}]}}
     write_config(workdir, config)
@@ -60,14 +61,17 @@ def test_finalizers_and_readout_on_every_round(workdir):
     assert "Overturns" in (paper / "readout.md").read_text()
     cells = pl.read_csv(paper / "headroom_lift.csv")
     assert len(cells) == len(METHODS) * len(DATASETS)
+    # societies on (societies.split.size 1 of 2 questions per benchmark): every cell scores the held-out one only
+    assert set(cells["n"]) == {1}
     assert "Spearman" in (paper / "headroom_lift.md").read_text()
     assert (paper / "readout.png").stat().st_size > 0 and (paper / "headroom_lift.png").stat().st_size > 0
 
     # societies: 3 x 2 x 1 + 3 perturbed agents answered every question; every selector picked
     pool = read_table("society_pool", workdir / "results" / "scripted" / "societies" / "pool.parquet")
     assert pool["agent"].n_unique() == 9 and len(pool) == 9 * 4
-    assert set(pool["split"]) == {"selection", "evaluation"} and pool["perturb_seed"].drop_nulls().n_unique() == 1
+    assert set(pool["split"]) == {"construction", "evaluation"} and pool["perturb_seed"].drop_nulls().n_unique() == 1
     members = read_table("society_members", workdir / "results" / "scripted" / "societies" / "members.parquet")
-    sizes = {s: int((members["selector"] == s).sum()) for s in ("ac_greedy", "sc_greedy", "top_k", "default")}
+    one = members.filter(pl.col("dataset") == members["dataset"][0])  # each benchmark has its own society
+    sizes = {s: int((one["selector"] == s).sum()) for s in ("ac_greedy", "sc_greedy", "top_k", "default")}
     assert sizes == {"ac_greedy": 2, "sc_greedy": 2, "top_k": 2, "default": 3}
     assert "SC-Greedy" in (paper / "societies.md").read_text()

@@ -63,15 +63,6 @@ def test_support_is_a_share_and_empty_answers_support_nothing(answers):
         assert all(s == 0.0 for x, s in zip(row, scores) if not x)
 
 
-def test_splits_are_disjoint_seeded_and_both_non_empty():
-    keys = [("hotpotqa", f"q{i}") for i in range(7)] + [("musique", "q0")]
-    a, b = so.split_of(0, keys, 0.5), so.split_of(0, list(reversed(keys)), 0.5)
-    assert a == b and sum(v == "selection" for v in a.values()) == 4
-    assert so.split_of(1, keys, 0.5) != a
-    one = so.split_of(0, keys[:2], 0.01)
-    assert sorted(one.values()) == ["evaluation", "selection"]
-
-
 def test_pool_and_evaluation():
     agents = so.pool_agents([0.1, 0.9], ["plain", "skeptic"], ["standard", "verify"], [{"seed": 3, "scale": 0.01}])
     assert len(agents) == 2 * 2 * 2 + 2 and len({a.name for a in agents}) == len(agents)
@@ -154,9 +145,11 @@ def test_select_reads_the_pools_own_keys_and_correctness():
 
     said = [("0.5", "1/2", True), ("\\frac{1}{2}", "1/2", True), ("3", "3", False)]
     pool = to_frame("society_pool", [row(a, q, s, *said[a]) for a in range(3)
-                                     for q, s in (("q1", "selection"), ("q2", "evaluation"))])
-    members, evaluation = select_societies(pool, 3, 0.5, [0.1])
+                                     for q, s in (("q1", "construction"), ("q2", "evaluation"))])
+    split = [{"benchmark": "math500", "dataset": "math500", "qid": q, "rank": i,
+              "split": "construction" if i == 0 else "evaluation"} for i, q in enumerate(("q1", "q2"))]
+    members, evaluation = select_societies(pool, split, 3, 0.5, [0.1], size=1)
     ev = {(r["selector"], r["split"]): r for r in evaluation}
     assert ev[("top_k", "evaluation")]["vote"] == 100.0 and ev[("top_k", "evaluation")]["member_acc"] == pytest.approx(
         200 / 3)
-    assert ev[("sc_greedy", "selection")]["sc_coverage"] == 1
+    assert ev[("sc_greedy", "construction")]["sc_coverage"] == 1

@@ -159,7 +159,8 @@ def test_the_round_job_opens_one_backend_per_distinct_perturbation(tmp_path):
 
 def test_a_table_with_a_society_method_says_it_is_not_held_out():
     assert so.held_out_note(["sc", "mad", "mad@hostile"]) == ""
-    assert so.held_out_note(["mad", "mad+top-k"]).startswith("\nmad+top-k: scored on all questions")
+    assert so.held_out_note(["mad", "mad+top-k"], 50).startswith("\nHeld out: every method is scored on the evaluation")
+    assert "the first 50 questions" in so.held_out_note(["mad", "mad+top-k"], 50)
 
 
 @given(st.sampled_from(sorted(METHODS)), st.sampled_from(so.SELECTORS))
@@ -245,7 +246,9 @@ def test_config_errors_name_their_key(methods, societies, key, message):
 
 # ----------------------------------------------------------------------------- workflow
 
-SOCIETIES = {"enabled": True, "k": 2, "pool": {"temperatures": [0.1, 0.9], "personas": ["plain", "skeptic"],
+SOCIETIES = {"enabled": True, "k": 2, "split": {"size": 1, "construct_on": {"2wikimultihopqa": "hotpotqa", "musique": "hotpotqa",
+                                                 "strategyqa": "hotpotqa"}},
+             "pool": {"temperatures": [0.1, 0.9], "personas": ["plain", "skeptic"],
                                                "variants": ["standard", "verify"],
                                                "perturbations": [{"seed": 1, "scale": 0.001}]}}
 
@@ -253,6 +256,7 @@ SOCIETIES = {"enabled": True, "k": 2, "pool": {"temperatures": [0.1, 0.9], "pers
 def test_workflow_a_society_method_debates_the_selected_members_and_reruns_on_reselection(workdir):
     config = make_config(workdir, n=1, methods=("sc", "mad", "mad+ac-greedy", "dmad+default"), societies=SOCIETIES,
                          debate={"rounds": 1})
+    config["datasets"]["hotpotqa"]["n"] = 2  # 1 construction + 1 held-out question; the others transfer
     # a society method while societies are off fails at plan time, naming the key
     write_config(workdir, config | {"societies": {"enabled": False}})
     failed = snakemake(workdir, "--dry-run", check=False)
@@ -264,7 +268,8 @@ def test_workflow_a_society_method_debates_the_selected_members_and_reruns_on_re
     root = workdir / "results" / "scripted"
     members = read_table("society_members", root / "societies" / "members.parquet")
     pool = read_table("society_pool", root / "societies" / "pool.parquet")
-    ac = members.filter(pl.col("selector") == "ac_greedy").sort("rank")
+    ac = members.filter((pl.col("selector") == "ac_greedy") & (pl.col("dataset") == "hotpotqa")).sort("rank")
+    assert set(members["constructed_on"]) == {"hotpotqa"}  # societies.split.construct_on
     for d in DATASETS:
         r0 = read_table("samples", root / d / "mad+ac-greedy" / "round0.parquet").sort("qid", "agent")
         # agent i is member i: its temperature, and its round-0 answer is its own pool answer (same prompt and seed)
@@ -283,9 +288,16 @@ def test_workflow_a_society_method_debates_the_selected_members_and_reruns_on_re
     split = dict(pool.unique(["dataset", "qid"]).group_by("split").len().rows())
     assert dict(debates.filter(pl.col("method") == "mad+ac-greedy").select("split", "n").rows()) == split
     md = (workdir / "results" / "paper" / "societies.md").read_text()
-    assert "MAD (AC-Greedy society)" in md and "Selection split (not held out)" in md
+    assert "MAD (AC-Greedy society)" in md and "Construction split (not held out)" in md
     table = (workdir / "results" / "scripted" / "analysis" / "table.md").read_text()
-    assert "| mad+ac-greedy |" in table and "mad+ac-greedy, dmad+default: scored on all questions" in table
+    assert "| mad+ac-greedy |" in table and "Held out: every method is scored on the evaluation split" in table
+    assert "the first 1 questions of each benchmark's seeded ranking" in table
+    # the analysis cells: HotpotQA's construction question is in no method's cell, plain or society
+    built_on = set(pool.filter(pl.col("split") == "construction")["qid"])
+    assert len(built_on) == 1 and set(pool.filter(pl.col("dataset") == "hotpotqa")["qid"]) > built_on
+    acc = pl.read_parquet(root / "analysis" / "accuracy.parquet")
+    assert set(acc.filter(pl.col("dataset") == "hotpotqa")["n"]) == {1}
+    assert set(acc.filter(pl.col("dataset") != "hotpotqa")["n"]) == {1}  # transfer targets: every question held out
 
     # a re-selection (here: AC-Greedy's members in the other order; Snakemake compares the file's
     # content, so a touch alone is not one) reruns every round of the society methods, nothing of plain MAD

@@ -62,10 +62,10 @@ def job(tmp_path, monkeypatch):
     generate_stage.generate(questions=[qpath], prompt=str(PROMPTS / "solver.txt"), samples=[proposals], model=SPEC,
                             cache_dir=cache, stage="proposals", temperatures=TEMPERATURES, max_tokens=64, seed=0,
                             provenance={})
-    pool = str(tmp_path / "pool.parquet")
-    society_stage.society_pool(questions=[qpath], pool=pool, model=SPEC, cache_dir=cache,
-                               prompt=str(PROMPTS / "solver.txt"), selection_fraction=0.5, max_tokens=64, seed=0,
-                               provenance={}, **POOL)
+    pool, split = str(tmp_path / "pool.parquet"), str(tmp_path / "split.parquet")
+    society_stage.society_split(questions=[qpath], split=split, seed=0, size=3, provenance={})
+    society_stage.society_pool(questions=[qpath], split=split, pool=pool, model=SPEC, cache_dir=cache,
+                               prompt=str(PROMPTS / "solver.txt"), max_tokens=64, seed=0, provenance={}, **POOL)
     agents = {a.name: a for a in so.pool_agents(POOL["temperatures"], POOL["personas"], POOL["variants"],
                                                POOL["perturbations"])}
     picked = [agents["t0.9-skeptic-verify"], agents["t0.9-plain-standard-w1x0.001"], agents["t0.1-plain-standard"]]
@@ -246,7 +246,9 @@ def test_lmad_society_config_errors_name_their_key(methods, societies, key, mess
 
 # ----------------------------------------------------------------------------- workflow (planning only)
 
-SOCIETIES = {"enabled": True, "k": 2, "pool": {"temperatures": [0.1, 0.9], "personas": ["plain", "skeptic"],
+SOCIETIES = {"enabled": True, "k": 2, "split": {"size": 1, "construct_on": {"2wikimultihopqa": "hotpotqa", "musique": "hotpotqa",
+                                                 "strategyqa": "hotpotqa"}},
+             "pool": {"temperatures": [0.1, 0.9], "personas": ["plain", "skeptic"],
                                                "variants": ["standard"], "perturbations": []}}
 
 
@@ -256,6 +258,7 @@ def planned_inputs(plan: str, rule: str) -> list[str]:
 
 def test_workflow_the_society_file_is_an_lmad_input_only_with_a_society_method(workdir):
     config = make_config(workdir, n=1, methods=("sc", "lmad"), societies=SOCIETIES, lmad={"iterations": 2})
+    config["datasets"]["hotpotqa"]["n"] = 2  # 1 construction + 1 held-out question; the others transfer
     write_config(workdir, config)
     plain = snakemake(workdir, "--dry-run").stdout
     for rule in ("lmad_generate", "lmad_debate"):
@@ -283,6 +286,7 @@ def test_workflow_the_society_file_is_an_lmad_input_only_with_a_society_method(w
 def test_workflow_lmad_with_a_society_runs_to_the_paper(workdir):
     config = make_config(workdir, n=1, methods=("sc", "lmad", "lmad+ac-greedy"), societies=SOCIETIES,
                          lmad={"iterations": 2, "local_rounds": 1})
+    config["datasets"]["hotpotqa"]["n"] = 2  # 1 construction + 1 held-out question; the others transfer
     write_config(workdir, config)
     snakemake(workdir)
     root = workdir / "results" / "scripted"
@@ -290,7 +294,7 @@ def test_workflow_lmad_with_a_society_runs_to_the_paper(workdir):
 
     members = read_table("society_members", root / "societies" / "members.parquet")
     pool = read_table("society_pool", root / "societies" / "pool.parquet")
-    ac = members.filter(pl.col("selector") == "ac_greedy").sort("rank")
+    ac = members.filter((pl.col("selector") == "ac_greedy") & (pl.col("dataset") == "hotpotqa")).sort("rank")
     for d in config["datasets"]:
         g0 = read_table("samples", root / d / "lmad+ac-greedy" / "iter0" / "generate.parquet").sort("qid", "agent")
         # agent i is member i; its iteration 0 is its pool answer (same prompt and seed: a cache hit)
@@ -304,4 +308,4 @@ def test_workflow_lmad_with_a_society_runs_to_the_paper(workdir):
     debates = pl.read_csv(workdir / "results" / "paper" / "society_debates.csv")
     assert set(debates["method"]) == {"lmad", "lmad+ac-greedy"}
     table = (root / "analysis" / "table.md").read_text()
-    assert "| lmad+ac-greedy |" in table and "lmad+ac-greedy: scored on all questions" in table
+    assert "| lmad+ac-greedy |" in table and "Held out: every method is scored on the evaluation split" in table

@@ -7,7 +7,7 @@ from .committees import is_committee
 from .data.loaders import dataset_type
 from .protocols.debate import setting_of
 from .registry import method
-from .societies import configured_size, size_key
+from .societies import check_split_size, configured_size, size_key, sweep_sizes, transfer_only
 
 
 def schema_error(config: dict, schema_file: str) -> str | None:
@@ -93,6 +93,33 @@ def check_config(config: dict, allow_test_double: bool) -> None:
             setting_of(name, config)  # a bad per-method setting (or a society while societies are off) fails here
         elif method(name).society:
             check_lmad_society(name, config)
+    check_society_split(config)
+
+
+def check_society_split(config: dict) -> None:
+    """Config ``societies.split`` against the run's benchmarks, before any job: ``construct_on``
+    names benchmarks of the run, and a benchmark that constructs its own society and whose
+    question count the config fixes (every dataset's ``n`` and no smaller ``backbone_n``) has
+    more questions than every construction size. A count the config leaves open (``n: null``)
+    is checked by rule society_split, before any model call."""
+    societies = config.get("societies") or {}
+    if not societies.get("enabled"):
+        return
+    split = societies.get("split") or {}
+    benchmarks: dict[str, list] = {}
+    for name, spec in config["datasets"].items():
+        benchmarks.setdefault(dataset_type(name, spec), []).append(spec.get("n"))
+    construct_on = split.get("construct_on") or {}
+    for name in [*construct_on, *construct_on.values()]:
+        if name not in benchmarks:
+            raise ValueError(f"config societies.split.construct_on: {name!r} is not a benchmark of the run; "
+                             f"its benchmarks: {sorted(benchmarks)}")
+    caps = [n for n in (config.get("backbone_n") or {}).values() if n is not None]
+    for bench, counts in benchmarks.items():
+        if bench in transfer_only(construct_on) or any(n is None for n in counts):
+            continue
+        n = sum(min([c, *caps]) for c in counts)  # backbone_n caps each dataset's sample
+        check_split_size(bench, n, int(split.get("size", 50)), sweep_sizes(split))
 
 
 def check_lmad_society(name: str, config: dict) -> int:

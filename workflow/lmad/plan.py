@@ -24,7 +24,7 @@ from .job_resources import model_sizing, unset_mem_mb
 from .layout import shard_name, shard_names
 from .protocols.debate import setting_of
 from .registry import METHODS, TABLE2_METHODS, TRACE_FIGURE_METHODS, names
-from .societies import split_society
+from .societies import split_society, sweep_sizes
 from .tones import tone_role
 
 # The LMAD chain (the proposals, then five stage jobs per iteration, each waiting for the last)
@@ -622,7 +622,21 @@ class Plan:
         """What the society rules add to `rule all` (nothing unless enabled)."""
         if not self.societies["enabled"]:
             return []
-        return [layout.paper(f"societies.{ext}") for ext in ("csv", "md")] + [layout.paper("society_debates.csv")]
+        return ([layout.paper(f"societies.{ext}") for ext in ("csv", "md")] + [layout.paper("society_debates.csv")]
+                + [layout.paper(f"societies_sweep.{ext}") for ext in ("csv", "md") if self.society_sizes()])
+
+    def society_sizes(self) -> list[int]:
+        """The construction-set sizes of the sweep (config societies.split.sizes; none when off)."""
+        return sweep_sizes(self.societies["split"]) if self.societies["enabled"] else []
+
+    def held_out_splits(self, wildcards=None) -> list[str]:
+        """Every run's construction / held-out split while societies are on (none otherwise): the
+        tables with a society column score every method on its held-out questions only."""
+        return [layout.society(b, "split") for b in self.backbones] if self.societies["enabled"] else []
+
+    def held_out_size(self) -> int | None:
+        """The construction split's questions per benchmark while societies are on (table captions)."""
+        return self.societies["split"]["size"] if self.societies["enabled"] else None
 
     def society_debate_methods(self) -> list[str]:
         """The run's debating and LMAD methods with a society, each followed by its plain method when

@@ -205,7 +205,12 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("completion_tokens", _int),
     ]), ["method", "qid", "round", "finalizer"]),
     # ---- coverage-selected societies (lmad.societies) ----
-    # one pool agent's answer to one question (rule society_pool); split: selection | evaluation;
+    # each question's place in its benchmark's construction split (rule society_split, config
+    # societies.split): rank in the benchmark's seeded ranking, split: construction | evaluation
+    "society_split": (pl.Schema([
+        ("benchmark", _str), ("dataset", _str), ("qid", _str), ("rank", _int), ("split", _str),
+    ]), ["benchmark", "rank"]),
+    # one pool agent's answer to one question (rule society_pool); split: construction | evaluation;
     # perturb_seed is null for an unperturbed agent; correct = EM against answer + aliases
     "society_pool": (pl.Schema([
         ("qid", _str), ("dataset", _str), ("split", _str), ("agent", _int), ("agent_name", _str),
@@ -213,20 +218,24 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("seed", _int), ("response", _str), ("answer", _str), ("answer_norm", _str), ("answer_method", _str),
         ("answer_type", _str), ("correct", _bool), *_CALL,
     ]), ["agent", "dataset", "qid"]),
-    # the agents each selector picked (rule society_select), in pick order; marginal = questions of the
-    # selection split the agent newly covered (greedy selectors), selection_accuracy / _support its scores
+    # the agents each selector picked (rule society_select), in pick order, for each dataset (a benchmark's
+    # datasets share its society; constructed_on: the benchmark whose construction split picked it);
+    # marginal = construction questions the agent newly covered (greedy selectors), selection_accuracy /
+    # _support its scores there
     "society_members": (pl.Schema([
-        ("selector", _str), ("rank", _int), ("agent", _int), ("agent_name", _str), ("temperature", _f64),
+        ("dataset", _str), ("benchmark", _str), ("constructed_on", _str), ("selector", _str), ("rank", _int),
+        ("agent", _int), ("agent_name", _str), ("temperature", _f64),
         ("persona", _str), ("variant", _str), ("perturb_seed", _int), ("perturb_scale", _f64), ("marginal", _int),
         ("selection_accuracy", _f64), ("selection_support", _f64),
-    ]), ["selector", "rank"]),
+    ]), ["dataset", "selector", "rank"]),
     # each selected society on each split: proposal hit, majority vote, mean member accuracy (%), its
     # coverage under both objectives, and its cost per question (one call per member)
     "society_eval": (pl.Schema([
-        ("selector", _str), ("split", _str), ("size", _int), ("n", _int), ("hit", _f64), ("vote", _f64),
+        ("benchmark", _str), ("constructed_on", _str), ("construction_size", _int), ("selector", _str),
+        ("split", _str), ("size", _int), ("n", _int), ("hit", _f64), ("vote", _f64),
         ("member_acc", _f64), ("ac_coverage", _int), ("sc_coverage", _int), ("calls_per_q", _f64),
         ("completion_tokens_per_q", _f64),
-    ]), ["selector", "split"]),
+    ]), ["construction_size", "benchmark", "selector", "split"]),
     # ---- disagreement layers (lmad.disagreement; docs/studies.md "Disagreement layers") ----
     # layer B's authored battery item judged: kind rebuttal | endorsement, expected stance, the judge's
     # parsed stance / move ("" when the reply did not parse; parse_error says why)

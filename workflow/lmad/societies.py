@@ -6,10 +6,17 @@ Personas and variants are data here (:data:`PERSONAS`, :data:`VARIANTS`); config
 ``societies.pool`` picks them. Every pool agent answers every question once with the solver
 prompt under its persona (system message) and variant (an instruction before the answer line).
 
-**Splits.** Questions are ranked by a seeded hash of (dataset, qid) over all datasets; the first
-``selection_fraction`` are the *selection* split, the rest the disjoint *evaluation* split.
+**Splits** (config ``societies.split``; :func:`construction_split`). Per benchmark (a dataset's
+``type``, else its name: MMLU-Redux's subject datasets are one benchmark), its questions are ranked
+by a seeded hash of (seed, benchmark, dataset, qid); the first ``size`` are the benchmark's
+*construction* split, the rest its held-out *evaluation* split. A benchmark's society is selected
+on the construction split of ``construct_on[benchmark]`` (default: itself; another benchmark for
+the transfer test) and every table with a society column scores every method on the evaluation
+split only. A benchmark needs more questions than ``size`` (and than every size of ``sizes``),
+so one with a single question is an error. The sweep ``sizes`` selects on each size's first
+questions of the same ranking and evaluates every size on the questions past the largest one.
 
-**Selection** (on the selection split only), each picking ``k`` agents:
+**Selection** (on the construction split only), each picking ``k`` agents:
 
 ``ac_greedy``  labeled answer coverage: cov[a, q] = agent a's answer is correct (vs gold + aliases, by
                the question's answer type: official EM for spans, equivalence otherwise)
@@ -137,13 +144,18 @@ def agent_prompt(solver: Prompt, agent: PoolAgent) -> Prompt:
                   answer_lines=solver.answer_lines)
 
 
-def held_out_note(methods: Sequence[str]) -> str:
-    """A table's caveat when it scores a method with a society on all questions (none otherwise)."""
+def held_out_note(methods: Sequence[str], size: int | None = None) -> str:
+    """A table's caption line on its questions when it has a method with a society (none
+    otherwise): every method is scored on the held-out evaluation split; ``size``: the
+    construction split's questions per benchmark (config ``societies.split.size``)."""
     named = [m for m in methods if split_society(m)[1] is not None]
     if not named:
         return ""
-    return (f"\n{', '.join(named)}: scored on all questions, including the selection split their society was "
-            "picked on, so not held out; results/paper/societies.md compares them on the evaluation split alone.\n")
+    size_text = f"the first {size} questions of each benchmark's seeded ranking" if size is not None else \
+        "each benchmark's construction split"
+    return (f"\nHeld out: every method is scored on the evaluation split only, the questions left after the "
+            f"construction split ({size_text}; config societies.split.size) that the societies of "
+            f"{', '.join(named)} were selected on (docs/methods.md \"Coverage-selected societies\").\n")
 
 
 def member_prompt(prompt: Prompt, role: str, agent: PoolAgent) -> Prompt:
@@ -170,10 +182,27 @@ def member_prompt(prompt: Prompt, role: str, agent: PoolAgent) -> Prompt:
                   answer_lines=prompt.answer_lines)
 
 
-def members_of(rows: Sequence[dict], selector: str, n: int | None = None) -> list[PoolAgent]:
+def members_of(rows: Sequence[dict], selector: str, n: int | None = None, dataset: str | None = None
+               ) -> list[PoolAgent]:
     """The society ``selector`` picked (``society_members`` rows) as pool agents in pick order;
-    its first ``n`` when given (a protocol with a fixed agent count: dMAD's two sides)."""
-    picked = sorted((r for r in rows if r["selector"] == selector), key=lambda r: r["rank"])
+    its first ``n`` when given (a protocol with a fixed agent count: dMAD's two sides).
+    ``dataset``: the dataset whose society it is (each benchmark has its own); without it the
+    rows must name one society (a single dataset, or the same members for every dataset)."""
+    picked = [r for r in rows if r["selector"] == selector]
+    if dataset is not None:
+        picked = [r for r in picked if r.get("dataset") in (None, dataset)]
+        if not picked:
+            raise ValueError(f"society {selector}: no members for dataset {dataset!r}")
+    else:
+        societies = {tuple(r["agent"] for r in sorted((x for x in picked if x.get("dataset") == d),
+                                                      key=lambda r: r["rank"]))
+                     for d in {r.get("dataset") for r in picked}}
+        if len(societies) > 1:
+            raise ValueError(f"society {selector}: the society file holds one society per benchmark; "
+                             "the caller must name the question's dataset")
+        first = next((r.get("dataset") for r in picked), None)
+        picked = [r for r in picked if r.get("dataset") == first]
+    picked = sorted(picked, key=lambda r: r["rank"])
     agents = [PoolAgent(r["agent"], float(r["temperature"]), r["persona"], r["variant"], r["perturb_seed"],
                         float(r["perturb_scale"] or 0.0)) for r in picked]
     if n is not None:
@@ -210,13 +239,55 @@ def society_size(selector: str, societies: dict, persona_temperatures: Sequence[
     return min(int(societies.get("k", 3)), len(agents))
 
 
-def split_of(seed: int, keys: Sequence[tuple[str, str]], selection_fraction: float) -> dict[tuple[str, str], str]:
-    """(dataset, qid) -> "selection" | "evaluation", a seeded ranking over every question."""
-    rank = sorted(keys, key=lambda k: hashlib.sha256(f"{seed}\x00{k[0]}\x00{k[1]}".encode()).hexdigest())
-    cut = round(selection_fraction * len(rank))
-    if len(rank) >= 2:
-        cut = min(max(cut, 1), len(rank) - 1)  # both splits non-empty
-    return {k: ("selection" if i < cut else "evaluation") for i, k in enumerate(rank)}
+CONSTRUCTION, EVALUATION = "construction", "evaluation"
+
+
+def transfer_only(construct_on: dict[str, str]) -> set[str]:
+    """The benchmarks whose society comes from another benchmark and that construct none themselves."""
+    return set(construct_on) - set(construct_on.values())
+
+
+def construction_split(seed: int, keys: Sequence[tuple[str, str, str]], size: int,
+                       sizes: Sequence[int] = (), construct_on: dict[str, str] | None = None) -> list[dict]:
+    """One row per (benchmark, dataset, qid) of ``keys``: its ``rank`` in its benchmark's seeded
+    ranking and its ``split``: ``construction`` for the first ``size``, ``evaluation`` for the
+    rest; a benchmark that only receives a society from another (``construct_on``, the transfer
+    test) has no construction split: all its questions are held out. Fails, naming config
+    ``societies.split.size`` (or ``.sizes``), when a benchmark that constructs has no question
+    left for the evaluation split (so such a benchmark of one question always fails), and names
+    ``societies.split.construct_on`` for a benchmark the run does not have."""
+    by: dict[str, list[tuple[str, str]]] = {}
+    for b, d, q in keys:
+        by.setdefault(b, []).append((d, q))
+    construct_on = construct_on or {}
+    for name in [*construct_on, *construct_on.values()]:
+        if name not in by:
+            raise ValueError(f"config societies.split.construct_on: {name!r} is not a benchmark of the run; "
+                             f"its benchmarks: {sorted(by)}")
+    receives = transfer_only(construct_on)
+    rows = []
+    for b, qs in sorted(by.items()):
+        cut = 0 if b in receives else size
+        if cut:
+            check_split_size(b, len(qs), size, sizes)
+        rank = sorted(qs, key=lambda k, b=b: hashlib.sha256(f"{seed}\x00{b}\x00{k[0]}\x00{k[1]}".encode()).hexdigest())
+        rows += [{"benchmark": b, "dataset": d, "qid": q, "rank": i,
+                  "split": CONSTRUCTION if i < cut else EVALUATION} for i, (d, q) in enumerate(rank)]
+    return rows
+
+
+def check_split_size(benchmark: str, n: int, size: int, sizes: Sequence[int] = ()) -> None:
+    """A construction split of ``size`` (and each of ``sizes``) must leave a held-out question."""
+    for key, value in (("size", size), *(("sizes", s) for s in sizes)):
+        if value >= n:
+            raise ValueError(f"config societies.split.{key}: {value} construction questions, but benchmark "
+                             f"{benchmark!r} has {n}; the construction split must leave at least one held-out "
+                             "question per benchmark (lower the size or give the benchmark more questions)")
+
+
+def sweep_sizes(split_config: dict) -> list[int]:
+    """The construction sizes of the sweep (config ``societies.split.sizes``), sorted, without repeats."""
+    return sorted(set(int(s) for s in split_config.get("sizes") or ()))
 
 
 # ----------------------------------------------------------------------------- coverage

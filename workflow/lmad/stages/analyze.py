@@ -16,6 +16,7 @@ from ..paper import label
 from ..plotting import pyplot, save
 from ..schemas import read_table, write_table
 from ..societies import held_out_note
+from .societies import held_out as held_out_rows
 from ..stats import macro_average, mean_sd, paired_bootstrap_diff
 
 log = logging.getLogger(__name__)
@@ -82,9 +83,12 @@ def _macro_of(summary: pl.DataFrame, method: str, column: str, datasets: list[st
 
 def analyze(judgments: list[str], predictions: list[str], validation: str, accuracy: str, table_csv: str,
             table_md: str, backbone: str, methods: list[str], datasets: list[str], bootstrap_resamples: int,
-            metric: str, seed: int, provenance: dict) -> None:
-    judged = pl.concat([read_table("judgments", p) for p in judgments])
-    preds = pl.concat([read_table("predictions", p) for p in predictions])
+            metric: str, seed: int, provenance: dict, held_out: list[str] = (),
+            held_out_size: int | None = None) -> None:
+    # societies on (``held_out``: the backbone's society split): every method on the held-out questions only
+    judged, preds = (held_out_rows(pl.concat([read_table(name, p) for p in paths])
+                                   .with_columns(pl.lit(backbone).alias("backbone")), held_out).drop("backbone")
+                     for name, paths in (("judgments", judgments), ("predictions", predictions)))
     head = headline(metric, read_table("judge_validation", validation).row(0, named=True))
     ruled = judged.group_by("dataset").agg((pl.col("judge_verdict") == "rule").all().alias("ruled")).filter("ruled")
     judged_sets = [d for d in datasets if d not in set(ruled["dataset"])]  # κ compares a judge with EM
@@ -133,7 +137,7 @@ def analyze(judgments: list[str], predictions: list[str], validation: str, accur
             markdown(["Method", "Calls", "Generated tokens"],
                      [[m, fmt(cost[m]["calls_per_q"]), fmt(cost[m]["completion_tokens_per_q"], digits=1)]
                       for m in methods if m in cost]),
-            held_out_note(methods)]
+            held_out_note(methods, held_out_size)]
     write_text(table_md, "".join(text))
     log.info("wrote %s (headline %s)", table_md, head.metric)
 

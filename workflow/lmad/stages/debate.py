@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from .. import layout
 from .. import societies as so
 from ..backends import open_backend
 from ..prompts import load_prompt
 from ..protocols.debate import debate_prediction_rows, run_round
-from ..protocols.debate.engine import Member
+from ..protocols.debate.engine import Member, RoundResult
 from .society_agents import JobWeights
 from ..committees import committee_of, crew
 from ..registry import method as registered_method
@@ -72,14 +73,25 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
     # the calls of no agent (judge, moderator, chair) run on a committee's role model
     role = "chair" if spec.protocol.final == "chair" else "debate_judge"
     backend = weights.of_model(committee["roles"][role]) if committee else weights.of(None)
-    society = society_members(spec.society, members, spec.protocol.agents, model, cache_dir, backend)
+    # one society per benchmark (config societies.split): the questions run in groups of one society each
+    groups = society_groups(spec.society, members, spec.protocol.agents, model, cache_dir, backend, qs)
     if committee:  # agent i is member i, on its model's backend (one batch per model and step)
-        society = [Member(a, weights.of(a), society=False) for a in crew(model, len(temperatures))]
-    result = run_round(
-        spec.protocol, method, round_index, last, qs, backend, prompts, temperatures, manners, seed, max_tokens,
-        aux_max_tokens, previous=rows("samples", previous) or (), previous_state=rows("debate_state", previous_state),
-        proposals=rows("samples", proposals), tone=tone, self_report=self_report, persistence=persistence,
-        members=society)
+        groups = [([Member(a, weights.of(a), society=False) for a in crew(model, len(temperatures))], qs)]
+    prev_rows, prev_state, shared = rows("samples", previous) or (), rows("debate_state", previous_state), \
+        rows("samples", proposals)
+    results = []
+    for society, group in groups:
+        ids = {q["qid"] for q in group}
+        mine = (lambda rs, ids=ids: None if rs is None else [r for r in rs if r["qid"] in ids]) \
+            if len(groups) > 1 else (lambda rs: rs)
+        results.append(run_round(
+            spec.protocol, method, round_index, last, group, backend, prompts, temperatures, manners, seed,
+            max_tokens, aux_max_tokens, previous=mine(prev_rows) or (), previous_state=mine(prev_state),
+            proposals=mine(shared), tone=tone, self_report=self_report, persistence=persistence, members=society))
+    result = results[0] if len(results) == 1 else RoundResult(
+        [r for x in results for r in x.samples], [r for x in results for r in x.steps],
+        [r for x in results for r in x.state], sum(x.calls for x in results), sum(x.active for x in results))
+    society = [m for s, _ in groups for m in s]
     for name, table, paths in (("samples", result.samples, samples), ("debate_steps", result.steps, steps),
                                ("debate_state", result.state, state)):
         for path, unit_rows in zip(paths, split_rows(len(paths), [owner[r["qid"]] for r in table], table)):
@@ -92,6 +104,21 @@ def debate_round(questions: list[str], samples: list[str], steps: list[str], sta
              "stopped now: %s; %s", method, round_index, result.active, len(questions), source, result.calls,
              len(result.samples), len(result.steps), dict(stops),
              "; ".join(b.stats() for b in {id(b): b for b in [backend, *(m.backend for m in society)]}.values()))
+
+
+def society_groups(selector: str | None, members: str | None, agents: int | None, model: dict, cache_dir: str,
+                   backend, questions: list[dict]) -> list[tuple[list[Member], list[dict]]]:
+    """[(members, questions)]: the questions (in order) grouped by the society of their dataset
+    (each benchmark has its own, lmad.societies); one group of every question without a society."""
+    if selector is None or not members:
+        return [(society_members(selector, members, agents, model, cache_dir, backend), list(questions))]
+    rows = read_table("society_members", members).to_dicts()
+    weights = JobWeights(model, cache_dir, lambda spec, cache: open_backend(spec, cache), base=backend)
+    by: dict[tuple, list[dict]] = {}
+    for q in questions:
+        team = tuple(so.members_of(rows, selector, agents, dataset=layout.configured_dataset(q["dataset"])))
+        by.setdefault(team, []).append(q)
+    return [([Member(a, weights.of(a)) for a in team], qs) for team, qs in by.items()]
 
 
 def society_members(selector: str | None, members: str | None, agents: int | None, model: dict, cache_dir: str,

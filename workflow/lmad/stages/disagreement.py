@@ -151,7 +151,7 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
         SocietyFile(members), {}
     for (dataset, name, k), tables in sorted(_lmad_tables(localizations, positions).items()):
         role = tone_role(registered_method(name).tone)
-        agents = society.agents(name) or crew(model)  # a committee's members speak on their own models
+        agents = society.agents(name, dataset) or crew(model)  # a committee's members speak on their own models
         voice = (lambda a, p, agents=agents: member_prompt(p, "debater", agents[a])) if agents else None
         for turn in local_turns(debater, tones[role] if role else "", qs, committed.get((dataset, name, k), {}),
                                 tables["localizations"], tables["positions"], max_tokens, voice=voice):

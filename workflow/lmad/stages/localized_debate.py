@@ -171,7 +171,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
     jobs, owners, reused = [], [], {}
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
-        agents = society.agents(method)
+        agents = society.agents(method, us.names[u][0])
         if iteration == 0 and agents is None:  # a committee's too: its proposals are its members' calls
             rows = _table("samples", shared[u])
             got = {(r["qid"], r["agent"]): r["temperature"] for r in rows}
@@ -318,7 +318,7 @@ def debate(questions: list[str], localizations: list[str], prompt: str, position
         role = tone_role(registered_method(us.names[u][1]).tone)
         if role and role not in tones:
             raise ValueError(f"lmad debate: unit {us.names[u]} needs the {role} prompt file")
-        agents, bound = society.agents(us.names[u][1]) or crew(model, len(temperatures)), None
+        agents, bound = society.agents(us.names[u][1], us.names[u][0]) or crew(model, len(temperatures)), None
         for r in _table("lmad_localizations", localizations[u]):
             items.append({"qid": r["qid"], "question": qs[r["qid"]], "committed": committed[r["qid"]],
                           "segments": r["segments"], "conflict": r["conflict"],

@@ -22,6 +22,8 @@ from ..answers import Gold
 from ..protocols.localized_debate.commit_guard import CHECKS as CHECK_ORDER
 from ..registry import TABLE2_METHODS
 from ..schemas import read_table
+from ..societies import held_out_note
+from .societies import held_out as held_out_rows
 from ..stats import macro_average, mean_sd, paired_bootstrap_diff
 
 log = logging.getLogger(__name__)
@@ -69,11 +71,13 @@ def accuracy_cells(judged: pl.DataFrame, backbone: str) -> dict[tuple[str, str],
 
 def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, backbones: list[str],
            datasets: list[str], columns: list[str], baselines: list[str], target: str, bootstrap_resamples: int,
-           seed: int, metric: str, provenance: dict) -> None:
+           seed: int, metric: str, provenance: dict, held_out: list[str] = (),
+           held_out_size: int | None = None) -> None:
     """Headline metric per backbone × dataset + Avg.; Δ = target − strongest baseline of the row, with
-    a paired-bootstrap 95% CI on the Avg. row (questions resampled within each dataset)."""
+    a paired-bootstrap 95% CI on the Avg. row (questions resampled within each dataset). ``held_out``:
+    the runs' society splits (societies on): every method on the held-out questions only."""
     head = read_headline(validation, metric)
-    judged = with_score(load_judgments(judgments), head.metric)
+    judged = with_score(held_out_rows(load_judgments(judgments), held_out), head.metric)
     if not columns:  # paper.columns names no method of this run
         _write_csv(csv, [])
         _write(md, "**Table 1 is empty: no method of config `paper.columns` is in this run's `methods`.**\n")
@@ -115,7 +119,7 @@ def table1(judgments: list[str], validation: str, csv: str, md: str, tex: str, b
             f"Δ = {label(target)} − "
             "strongest baseline of the row (underlined; on Avg. rows the strongest macro-averaged baseline); "
             f"bold = best overall. Avg. rows: paired-bootstrap 95% CI, {bootstrap_resamples} resamples, seed {seed}."
-            f"{rule_note}{replicate_note}\n")
+            f"{rule_note}{replicate_note}\n" + held_out_note(columns, held_out_size))
     _write(md, f"# Table 1 — {head.label} (%)\n\n" + head.banner() + table1_markdown(blocks, columns) + note)
     _write(tex, f"% {head.warning or 'Headline metric: ' + head.label}\n% {head.validation}\n"
            + table1_latex(blocks, columns))
@@ -319,14 +323,14 @@ def _round0_answers(path: str) -> dict[str, list[str]]:
 
 
 def headroom_frame(questions: list[str], proposals: list[str], judgments: list[str],
-                   methods: list[str], rounds0: list[str] = ()) -> pl.DataFrame:
+                   methods: list[str], rounds0: list[str] = (), held_out: list[str] = ()) -> pl.DataFrame:
     """One row per backbone × dataset × method (+ dataset 'Avg.' macro rows); identity asserted.
     Each method is measured against its OWN round 0: a debate method's ``round0.parquet``
     (``rounds0``, results/{backbone}/{dataset}/{method}/round0.parquet — dMAD's affirmative /
     negative openings, DMAD's manners, a 4-agent TrueMAD's own samples), the shared proposals
     for the others (SC's samples, LMAD's iteration 0)."""
     golds = _golds(questions)
-    judged = load_judgments(judgments)
+    judged = held_out_rows(load_judgments(judgments), held_out)  # societies on: the held-out questions only
     own = {(at.backbone, at.dataset, at.method): p for p in rounds0 for at in [layout.parse(p)]}
     rows = []
     for path in proposals:
@@ -358,10 +362,10 @@ def headroom_frame(questions: list[str], proposals: list[str], judgments: list[s
 
 def headroom_table(questions: list[str], proposals: list[str], judgments: list[str], validation: str, csv: str,
                    md: str, backbones: list[str], methods: list[str], metric: str, provenance: dict,
-                   rounds0: list[str] = ()) -> None:
+                   rounds0: list[str] = (), held_out: list[str] = (), held_out_size: int | None = None) -> None:
     head = read_headline(validation, metric)
     methods = [m for m in methods if m != "cot"]
-    frame = headroom_frame(questions, proposals, judgments, methods, list(rounds0))
+    frame = headroom_frame(questions, proposals, judgments, methods, list(rounds0), list(held_out))
     if not head.judge_shown and not frame.is_empty():  # a judge that failed validation is not shown
         frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("judge_acc"))
     _write_csv(csv, frame.to_dicts())
@@ -386,7 +390,7 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
            + ("Judge accuracy of the final answer beside it (unscored = incorrect; the judge passed validation).\n"
               if head.judge_passed else "Judge accuracy of the final answer beside it, though the judge FAILED "
               "validation (config analysis.metric asks for it).\n" if head.judge_shown else
-              "Judge accuracy is withheld: the judge FAILED validation.\n"))
+              "Judge accuracy is withheld: the judge FAILED validation.\n") + held_out_note(methods, held_out_size))
 
 
 # ---- debate dynamics ----

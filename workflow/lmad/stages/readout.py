@@ -18,6 +18,7 @@ from ..plotting import pyplot, save
 from ..registry import METHODS
 from ..schemas import read_table
 from ..societies import held_out_note
+from .societies import held_out as held_out_rows
 from .paper import load
 from .units import read_golds
 
@@ -114,13 +115,14 @@ def _figure_readout(frame: pl.DataFrame, cells: list[dict], png: str, backbones:
 
 def readout_table(questions: list[str], finalized: list[str], predictions: list[str], round_samples: list[str],
                   round_steps: list[str], traces: list[str], votes: list[str], csv: str, md: str, png: str,
-                  backbones: list[str], methods: list[str], provenance: dict) -> None:
+                  backbones: list[str], methods: list[str], provenance: dict, held_out: list[str] = (),
+                  held_out_size: int | None = None) -> None:
     golds = read_golds(questions)
-    fin = load("finalized", finalized)
+    fin = held_out_rows(load("finalized", finalized), held_out)  # societies on: the held-out questions only
     costs = method_costs(round_samples, round_steps, traces, list(dict.fromkeys(votes)), methods)
     frame = ro.with_average(ro.readout_rows(fin, golds, costs))
     write_csv(csv, frame)
-    cells = ro.lift_cells(fin, load("predictions", predictions), golds)
+    cells = ro.lift_cells(fin, held_out_rows(load("predictions", predictions), held_out), golds)
     _figure_readout(frame, cells, png, backbones, methods)
     if frame.is_empty():
         write_text(md, "**No finalized round in this run: nothing to read out.**\n")
@@ -147,15 +149,17 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
                "right = correct where the vote was wrong, wrong = incorrect where the vote was right. Calls and "
                "generated tokens per question: the method's calls through that round plus the finalizer's own "
                "(tie judge: only on ties; LVD: one verifier call per distinct candidate, none when all agree).\n"
-               + held_out_note(methods))
+               + held_out_note(methods, held_out_size))
     log.info("readout: %d rows (%d finalized files)", len(frame), len(finalized))
 
 
 def headroom_lift(questions: list[str], finalized: list[str], predictions: list[str], csv: str, md: str, png: str,
-                  provenance: dict) -> None:
-    """The headroom–lift scatter across cells (backbone × dataset × method), Pearson and Spearman."""
+                  provenance: dict, held_out: list[str] = (), held_out_size: int | None = None) -> None:
+    """The headroom–lift scatter across cells (backbone × dataset × method), Pearson and Spearman;
+    ``held_out``: the runs' society splits (societies on): the held-out questions only."""
     golds = read_golds(questions)
-    cells = ro.lift_cells(load("finalized", finalized), load("predictions", predictions), golds)
+    cells = ro.lift_cells(held_out_rows(load("finalized", finalized), held_out),
+                          held_out_rows(load("predictions", predictions), held_out), golds)
     corr = ro.correlations(cells)
     write_csv(csv, pl.DataFrame(cells) if cells else pl.DataFrame({c: [] for c in (
         "backbone", "dataset", "method", "n", "headroom", "hit_rate", "vote_acc", "final_em", "lift")}))
@@ -167,7 +171,8 @@ def headroom_lift(questions: list[str], finalized: list[str], predictions: list[
     write_text(md, "# Headroom vs lift (official EM or the answer type's rule)\n\n" + markdown(
         ["Backbone", "Dataset", "Method", "R0 headroom", "R0 vote", "Final", "Lift"], rows)
         + f"\n{stat}\nHeadroom = some round-0 answer correct but the round-0 vote wrong; lift = the method's own "
-        "final EM − its round-0 vote EM (percentage points).\n")
+        "final EM − its round-0 vote EM (percentage points).\n"
+        + held_out_note(sorted({c["method"] for c in cells}), held_out_size))
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
     for k, m in enumerate(sorted({c["method"] for c in cells})):

@@ -8,6 +8,7 @@ from typing import Callable
 from ..backends import Backend
 from ..committees import model_specs
 from ..registry import method as registered_method
+from ..layout import configured_dataset
 from ..schemas import read_table
 from ..societies import PoolAgent, members_of
 
@@ -49,8 +50,10 @@ class SocietyFile:
     def __init__(self, members: str | None):
         self.path, self.rows = members, None
 
-    def agents(self, method: str) -> list[PoolAgent] | None:
-        """The members of ``method``'s society in pick order; None for a method without one."""
+    def agents(self, method: str, dataset: str | None = None) -> list[PoolAgent] | None:
+        """The members of ``method``'s society in pick order; None for a method without one.
+        ``dataset`` (a work dataset: a shard reads its dataset's): whose society, as each
+        benchmark has its own (config societies.split)."""
         selector = registered_method(method).society
         if selector is None:
             return None
@@ -58,4 +61,4 @@ class SocietyFile:
             raise ValueError(f"{method}: the stage has no society file (input members)")
         if self.rows is None:
             self.rows = read_table("society_members", self.path).to_dicts()
-        return members_of(self.rows, selector)
+        return members_of(self.rows, selector, dataset=None if dataset is None else configured_dataset(dataset))
