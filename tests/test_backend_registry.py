@@ -105,7 +105,7 @@ def test_the_lists_are_what_they_were():
     assert registry.names(perturbable=True) == ("transformers", "scripted")  # societies' perturbed agents
     assert {n: e.chunk for n, e in BACKENDS.items()} == {"transformers": 4096, "vllm": 4096, "openai": 512,
                                                          "scripted": 16}
-    assert {n: e.default_dtype for n, e in BACKENDS.items() if e.default_dtype} == {"transformers": "auto",
+    assert {n: e.default_dtype for n, e in BACKENDS.items() if e.default_dtype} == {"transformers": "float32",
                                                                                       "vllm": "auto"}
     assert registry.names(test_only=True) == ("scripted",)
     assert registry.runs_as({"backend": "vllm", "serve": True}).name == "openai"

@@ -67,9 +67,10 @@ def test_a_missing_dtype_is_the_backends_default_and_auto_is_keyed_by_what_it_re
     from lmad.backends.cpu_dtype import machine_dtype
 
     spec = {k: v for k, v in BASE["transformers"].items() if k != "dtype"}
-    resolved = {**spec, "dtype": machine_dtype()}
-    assert backend_identity(spec) == backend_identity({**spec, "dtype": "auto"}) == backend_identity(resolved)
-    assert "dtype=auto" not in backend_identity(spec)
+    assert backend_identity(spec) == backend_identity({**spec, "dtype": "float32"})
+    auto = {**spec, "dtype": "auto"}
+    assert backend_identity(auto) == backend_identity({**spec, "dtype": machine_dtype()})
+    assert "dtype=auto" not in backend_identity(auto)
 
 
 def requests():

@@ -158,9 +158,10 @@ register(BackendEntry(
     _COMMON | {"revision", "gguf", "threads", "batch_size", "perturb", "dtype"},
     chunk=4096, in_process=True, logprobs=True, perturbable=True,
     # torch dtypes from_pretrained loads with (getattr(torch, dtype)); `auto`: bfloat16 on a CPU
-    # with bf16 instructions, else float32 (backends/cpu_dtype.py)
+    # with bf16 instructions, else float32 (backends/cpu_dtype.py). The default stays float32: in
+    # bf16 a reply depends on the rows it shares a decode batch with (docs/benchmarks.md)
     dtypes=("auto", "float32", "float", "float16", "half", "bfloat16", "float64", "double"),
-    default_dtype="auto", machine_dtype=True, about="embedded CPU engine, the default"))
+    default_dtype="float32", machine_dtype=True, about="embedded CPU engine, the default"))
 register(BackendEntry(
     # a killed chunk is lost: the engine returns the whole chunk at once
     "vllm", "lmad.backends.vllm_backend:VLLMBackend",

@@ -65,7 +65,7 @@ def balanced_batches(items: list, batch_size: int) -> list[list]:
 
 class TransformersBackend(Backend):
     def __init__(self, name: str, model: str, batch_size: int = 16, threads: int | None = None,
-                 dtype: str = "auto", revision: str | None = None, chat_template_kwargs: dict | None = None,
+                 dtype: str = "float32", revision: str | None = None, chat_template_kwargs: dict | None = None,
                  perturb: dict | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
