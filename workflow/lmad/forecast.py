@@ -279,10 +279,8 @@ class _Store:
     def cached(self, requests: list) -> int:
         if self.backend is None or not requests or not self.backend.root.is_dir():
             return 0
-        keys = [self.backend._with_role_sampling(r).key(self.backend.model_id) for r in requests]
-        self.backend.store.refresh()
-        self.backend.store.prefetch(keys)
-        return sum(self.backend.store.get(k) is not None for k in dict.fromkeys(keys))
+        keys, replies = self.backend.lookup(requests)
+        return len({k for k, reply in zip(keys, replies) if reply is not None})
 
 
 def _no_model():

@@ -476,13 +476,19 @@ class CachedBackend(Backend):
         override = self.role_sampling.get(req.role, ())
         return replace(req, sampling=override) if override != req.sampling else req
 
-    def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+    def lookup(self, requests: Sequence[ChatRequest]) -> tuple[list[str], list[Completion | None]]:
+        """Each request's key and its stored reply (None: not stored), computing nothing."""
         if self.role_sampling:
             requests = [self._with_role_sampling(r) for r in requests]
         keys = [r.key(self.model_id) for r in requests]
         self.store.refresh()  # calls other jobs finished since the last batch are hits too
         self.store.prefetch(keys)
-        out: list[Completion | None] = [self.store.get(k) for k in keys]
+        return keys, [self.store.get(k) for k in keys]
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        if self.role_sampling:
+            requests = [self._with_role_sampling(r) for r in requests]
+        keys, out = self.lookup(requests)
         # identical requests inside one batch are computed once
         todo: dict[str, int] = {}
         for i, (k, c) in enumerate(zip(keys, out)):
