@@ -142,31 +142,39 @@ def _module_source(module: str) -> bytes:
 @functools.lru_cache(maxsize=None)
 def _imported(module: str) -> frozenset[str]:
     """Every lmad module ``module`` imports, at any depth (module- and function-level imports)."""
-    import ast
-
     seen: set[str] = set()
     todo = [module]
     while todo:
-        current = todo.pop()
-        source = _module_source(current)
-        if not source:
-            continue
-        package = current if _is_package(current) else current.rpartition(".")[0]
-        for node in ast.walk(ast.parse(source)):
-            targets = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".")
-                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-                targets = [base] + [f"{base}.{a.name}" for a in node.names]
-            for t in targets:
-                if t.split(".")[0] == "lmad" and t not in seen and _module_source(t):
-                    seen.add(t)
-                    todo.append(t)
+        for target in _direct_imports(todo.pop()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
     return frozenset(seen)
+
+
+@functools.lru_cache(maxsize=None)
+def _direct_imports(module: str) -> tuple[str, ...]:
+    """The lmad modules ``module``'s own source imports: each module is parsed once per process,
+    however many stages import it (a run's Snakefile hashes every rule's stage)."""
+    import ast
+
+    source = _module_source(module)
+    if not source:
+        return ()
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        found += [t for t in targets if t.split(".")[0] == "lmad" and t not in found and _module_source(t)]
+    return tuple(found)
 
 
 def _is_package(module: str) -> bool:
