@@ -75,14 +75,14 @@ def check_config(config: dict, allow_test_double: bool) -> None:
             raise ValueError(f"config jury.judges: model {name!r} is not defined under 'models'")
     battery = jury.get("battery") or {}
     if battery.get("pass_tier") and battery.get("tiers"):
-        from .jury import required_tiers
+        from .studies.jury.verdicts import required_tiers
 
         missing = [t for t in required_tiers(battery["pass_tier"]) if t not in battery["tiers"]]
         if missing:
             raise ValueError(f"config jury.battery: pass_tier {battery['pass_tier']!r} needs the tiers {missing} "
                              f"in battery.tiers {battery['tiers']}: their sensitivity decides whether the jury passes")
     if (config.get("disagreement") or {}).get("probe"):
-        from .disagreement.probe import unprobeable
+        from .studies.disagreement.probe import unprobeable
 
         for name in config["backbones"]:
             why = unprobeable(name, config["models"][name])

@@ -17,8 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import committees, layout
-from .data import ANSWER_TYPE
+from . import committees, layout, studies
 from .data.loaders import dataset_type
 from .job_resources import model_sizing, unset_mem_mb
 from .layout import shard_name, shard_names
@@ -34,12 +33,12 @@ from .tones import tone_role
 # `generate` the proposals waited for other jobs (2.5 s later on the same benchmark).
 LMAD_CHAIN_PRIORITY = 10
 
-# The rules whose jobs call a model, by whose model: the backbone of the job, the judge, a juror.
+# The core's rules whose jobs call a model, by whose model: the backbone of the job, the judge
+# (a study names its own: lmad.studies).
 MODEL_RULES = {
     "backbone": ["generate", "debate_round", "lmad_generate", "lmad_extract", "lmad_localize", "lmad_debate",
-                 "lmad_resolve", "sc_matched", "society_pool", "finalizers", "lmad_self_report", "probe"],
-    "judge": ["judge", "judge_validation", "pushback_validation", "pushback", "process_scores", "rubric_validation"],
-    "juror": ["jury"],
+                 "lmad_resolve", "sc_matched", "society_pool"],
+    "judge": ["judge", "judge_validation"],
 }
 
 
@@ -77,13 +76,22 @@ class Plan:
         self.work_datasets = [w for d in self.datasets for w in shard_names(d, self.shards)]
         # per-backbone question counts (config backbone_n): such a backbone reads its own subset
         self.backbone_n = config.get("backbone_n") or {}
-        self.finalize = config["finalizers"]
         self.societies = config["societies"]
+        # read by the core's own jobs too: layer A is asked inside rule debate_round
         self.disagreement = config["disagreement"]
-        self.jury = config["jury"]
-        self.jurors = self.jury["judges"] or [self.judge]
-        self.opinion_datasets = [d for d in self.datasets
-                                 if ANSWER_TYPE[dataset_type(d, config["datasets"][d])] == "opinion"]
+        # every registered study's planner (lmad.studies), enabled or not: its rules are always
+        # defined, and only an enabled study adds its outputs to `rule all`
+        self.studies = {name: studies.planning(name).Planner(self) for name in studies.STUDIES}
+        self.enabled_studies = [name for name in studies.STUDIES if studies.planning(name).enabled(config)]
+
+    def study(self, name: str):
+        """A study's planner (lmad.studies.<name>.plan.Planner): its rules' input functions."""
+        return self.studies[name]
+
+    @staticmethod
+    def study_rules() -> list[str]:
+        """Every study's rules file, in the order the Snakefile includes them."""
+        return [studies.rules_file(name) for name in studies.STUDIES]
 
     # ---- wildcard constraints
 
@@ -227,15 +235,16 @@ class Plan:
                     out[key] = max(out[key], value)
         return out
 
-    def model_rule(self, kind: str) -> ModelRule:
-        """The repeated sections of a rule of ``kind`` (MODEL_RULES): "judge", the run's judge model;
-        "backbone" and "juror", the model the job's wildcard of that name names."""
+    def model_rule(self, kind: str, models: list[str] | None = None) -> ModelRule:
+        """The repeated sections of a rule of ``kind``: "judge", the run's judge model; any other
+        kind ("backbone"; the jury's "juror"), the model the job's wildcard of that name names, one
+        of ``models`` (default: the backbones)."""
         cache_dir = self.config["cache_dir"]
         if kind == "judge":
             return ModelRule(input={"weights": self.model_files(self.judge)},
                              params={"model": self.model_spec(self.judge), "cache_dir": cache_dir},
                              threads=self.model_threads(self.judge), resources=self.model_resources(self.judge))
-        models = {"backbone": self.config["backbones"], "juror": self.jurors}[kind]
+        models = self.config["backbones"] if models is None else models
 
         def named(w):
             return getattr(w, kind)
@@ -266,10 +275,12 @@ class Plan:
         """Model rules every model of which is served: their jobs only talk to the model's server,
         so on SLURM they run on the submit host and hold no allocation while they wait; the
         server is the model's one SLURM job (lmad.backends.serve). ``defined``: the workflow's rule names."""
-        models = {"backbone": [m for b in self.config["backbones"] for m in self.models_of(b)], "judge": [self.judge],
-                  "juror": self.jurors}
-        served = {kind: all(self.config["models"][m].get("serve") for m in ms) for kind, ms in models.items()}
-        return [rule for kind, rules in MODEL_RULES.items() if served[kind] for rule in rules if rule in defined]
+        kinds = {"backbone": self.config["backbones"], "judge": [self.judge]}
+        calls = {rule: kinds[kind] for kind, rules in MODEL_RULES.items() for rule in rules}
+        for planner in self.studies.values():
+            calls |= planner.model_rules()
+        return [rule for rule, names in calls.items() if rule in defined
+                and all(self.config["models"][m].get("serve") for name in names for m in self.models_of(name))]
 
     def any_served(self) -> bool:
         return any(m.get("serve") for m in self.config["models"].values())
@@ -348,7 +359,8 @@ class Plan:
         return ([layout.analysis(b, name) for b in self.backbones
                  for name in ("table.md", "accuracy.png", "costs_by_model.md")]
                 + replicates + [layout.MANIFEST, self.judge_validation_file("validation.md"), *self.paper_outputs(),
-                                *self.opinion_outputs(), *self.readout_outputs(), *self.society_outputs()])
+                                *self.society_outputs()]
+                + [out for name in self.enabled_studies for out in self.study(name).outputs()])
 
     # ---- LMAD (rules/lmad.smk): one stage job per (backbone, iteration) serves every
     # (dataset, LMAD method) unit; path lists follow lmad_units() order
@@ -552,7 +564,7 @@ class Plan:
             out += [layout.paper(n) for n in ("rounds.png", "dynamics.csv", "dynamics.md")]
         if any(m in self.methods for m in TRACE_FIGURE_METHODS):
             out.append(layout.paper("lmad_trace.png"))
-        out += self.disagreement_outputs() + self.process_outputs() + self.jury_outputs() + self.truemad_outputs()
+        out += self.truemad_outputs()
         return out + [layout.paper(f"viewer/{b}.html") for b in self.backbones]
 
     def truemad_outputs(self) -> list[str]:
@@ -602,22 +614,6 @@ class Plan:
         """[dataset, method, round] of every answer table of ``methods`` on ``datasets``, rounds in order."""
         return [[d, m, t] for d in datasets for m in methods for t in range(self.method_rounds(m))]
 
-    def finalizer_round_units(self) -> list[list]:
-        """[dataset, method, round] of every answer table a finalizers job reads, in input order."""
-        return self.round_units(self.datasets, self.finalizer_methods())
-
-    def finalizer_rounds(self, wildcards) -> list[str]:
-        return [self.round_answers(wildcards.backbone, d, m, t) for d, m, t in self.finalizer_round_units()]
-
-    def finalized_tables(self, wildcards=None) -> list[str]:
-        return [layout.finalized(b, d) for b in self._backbones(wildcards) for d in self.datasets]
-
-    def readout_outputs(self) -> list[str]:
-        """What the finalizers and readout rules add to `rule all` (nothing unless enabled)."""
-        if not self.finalize["enabled"]:
-            return []
-        return [layout.paper(f"{name}.{ext}") for name in ("readout", "headroom_lift") for ext in ("csv", "md", "png")]
-
     def society_outputs(self) -> list[str]:
         """What the society rules add to `rule all` (nothing unless enabled)."""
         if not self.societies["enabled"]:
@@ -660,60 +656,18 @@ class Plan:
 
     # ---- opinion questions (rules/opinion.smk): their table instead of accuracy
 
-    def opinion_outputs(self) -> list[str]:
-        """What rule opinion_table adds to `rule all` (nothing without an opinion dataset)."""
-        if not self.opinion_datasets:
-            return []
-        return [layout.analysis(b, f"opinion.{ext}") for b in self.backbones for ext in ("parquet", "md")]
-
-    def opinion_round_units(self) -> list[list]:
-        """[dataset, method, round] of every answer table rule opinion_table reads: the rounds of the
-        methods with several agents or samples (the finalizers' methods), rounds in order."""
-        return self.round_units(self.opinion_datasets, self.finalizer_methods())
-
-    def opinion_prediction_units(self) -> list[list[str]]:
-        rounds = set(self.finalizer_methods())
-        return [[d, m] for d in self.opinion_datasets for m in self.methods if m not in rounds]
-
-    def opinion_inputs(self, wildcards) -> dict:
-        return {"questions": [self.questions_path(wildcards.backbone, d) for d in self.opinion_datasets],
-                "rounds": [self.round_answers(wildcards.backbone, d, m, t) for d, m, t in self.opinion_round_units()],
-                "predictions": [layout.predictions(wildcards.backbone, d, m) for d, m in self.opinion_prediction_units()]}
-
     # ---- disagreement layers (rules/disagreement.smk): off unless config disagreement.self_report
     # or disagreement.pushback is on, and only with a debating method
 
     def disagreement_on(self) -> bool:
-        debating = bool(self.debate_methods or self.lmad_methods)
-        return debating and bool(self.disagreement["self_report"] or self.disagreement["pushback"])
+        """Whether the run builds the disagreement table (lmad.forecast counts its jobs)."""
+        return "disagreement" in self.enabled_studies and self.study("disagreement").on()
 
     def persistence_params(self) -> dict:
         """Layer C's share of re-asked turns for rules debate_round and lmad_self_report; nothing when
         off (so the default config's jobs keep their params)."""
         share = self.disagreement["persistence"] if self.disagreement["self_report"] else 0
         return {"persistence": share} if share else {}
-
-    def disagreement_outputs(self) -> list[str]:
-        out = [layout.paper(f"disagreement.{ext}") for ext in ("csv", "md")] if self.disagreement_on() else []
-        probe = [layout.paper(f"probe.{ext}") for ext in ("csv", "md", "png")] if self.disagreement["probe"] else []
-        return out + probe
-
-    def pushback_validation_file(self, name: str) -> str:
-        """A file of layer B's validation (the run's judge model; rules/disagreement.smk)."""
-        return layout.judge_validation(self.judge, f"pushback_{name}")
-
-    def disagreement_inputs(self, wildcards) -> dict:
-        """The disagreement table's inputs: the rounds' steps (layer A) when self-reports are on; the
-        pushback labels of every backbone and the judge's validation when layer B is on."""
-        inputs = {"steps": [], "labels": [], "validation": []}
-        if self.disagreement["self_report"]:
-            inputs["steps"] = self.debate_tables(self.backbones, self.datasets, "_steps", first=1)
-        if self.disagreement["self_report"] and self.lmad_methods:
-            inputs["lmad_reports"] = [layout.disagreement(b, "lmad_self_report.parquet") for b in self.backbones]
-        if self.disagreement["pushback"]:
-            inputs["labels"] = [layout.disagreement(b, "pushback.parquet") for b in self.backbones]
-            inputs["validation"] = [self.pushback_validation_file("validation.parquet")]
-        return inputs
 
     def viewer_label_inputs(self, wildcards) -> dict:
         """The trace viewer's disagreement labels of one backbone: only the layers that are on (none
@@ -725,11 +679,12 @@ class Plan:
             inputs["lmad_reports"] = [layout.disagreement(wildcards.backbone, "lmad_self_report.parquet")]
         if self.disagreement["pushback"] and (self.debate_methods or self.lmad_methods):
             inputs["labels"] = [layout.disagreement(wildcards.backbone, "pushback.parquet")]
-            inputs["pushback_validation"] = [self.pushback_validation_file("validation.parquet")]
+            inputs["pushback_validation"] = [self.study("disagreement").pushback_validation_file("validation.parquet")]
         return inputs
 
-    def pushback_lmad_inputs(self, wildcards) -> dict:
-        """Layer B reads LMAD's local debates too: every iteration's localization and positions."""
+    def lmad_local_debate_inputs(self, wildcards) -> dict:
+        """Every iteration's localization and positions of LMAD's local debates (what a study that
+        reads every debate reply reads besides the debate rounds: layer B, the process rubric)."""
         if not self.lmad_methods:
             return {}
         return {"lmad_localizations": self.lmad_debate_tables("localize")(wildcards),
@@ -737,33 +692,4 @@ class Plan:
 
     # ---- process metrics (rules/process.smk): off unless config process.rubric
 
-    def process_outputs(self) -> list[str]:
-        on = self.config["process"]["rubric"] and (self.debate_methods or self.lmad_methods)
-        return [layout.paper(f"process.{ext}") for ext in ("csv", "md")] if on else []
-
-    def process_table_inputs(self, wildcards) -> dict:
-        """Every backbone's rubric scores, every debate round's answers and every LMAD generation."""
-        inputs = {"scores": [layout.disagreement(b, "process_scores.parquet") for b in self.backbones],
-                  "rounds": self.debate_tables(self.backbones, self.datasets)}
-        if self.lmad_methods:
-            inputs["lmad_generate"] = [t for b in self.backbones
-                                       for t in self.lmad_tables(b, self.datasets, "generate", method_first=False)]
-        if self.config["process"]["battery_questions"]:
-            inputs["rubric_validation"] = [self.rubric_validation_file("validation.parquet")]
-        return inputs
-
-    def rubric_validation_file(self, name: str) -> str:
-        """A file of the rubric judge's validation (the run's judge model; rules/process.smk)."""
-        return layout.judge_validation(self.judge, f"rubric_{name}")
-
     # ---- pairwise jury (rules/jury.smk): off while config jury.pair is empty
-
-    def jury_outputs(self) -> list[str]:
-        return [layout.paper(f"jury.{ext}") for ext in ("csv", "md")] if self.jury["pair"] else []
-
-    def jury_predictions(self, wildcards) -> list[str]:
-        """The final answers of the jury's two methods on every dataset of one backbone."""
-        return [layout.predictions(wildcards.backbone, d, m) for d in self.datasets for m in self.jury["pair"]]
-
-    def jury_verdict_tables(self, wildcards=None) -> list[str]:
-        return [layout.disagreement(b, f"jury_{j}.parquet") for b in self.backbones for j in self.jurors]

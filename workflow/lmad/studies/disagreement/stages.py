@@ -1,4 +1,4 @@
-"""Rules of rules/disagreement.smk (docs/studies.md "Disagreement layers"): layer B's validation on its
+"""Rules of rules.smk (docs/studies.md "Disagreement layers"): layer B's validation on its
 authored battery, layer B's labels of every debate reply (one batch per backbone), and the
 disagreement table (layers A and B per method x tone x round). Layer A is asked inside the
 debate rounds (``engine.self_reports``) and read here from their ``debate_steps`` tables."""
@@ -10,26 +10,26 @@ from collections import defaultdict
 
 import polars as pl
 
-from .. import layout
-from ..atomic import write_csv, write_text
-from ..backends import open_backend
-from ..backends.batch import generate_by_backend
-from ..cost import call_columns
-from ..disagreement_labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
-                                   parse_pushback, parse_self_report, self_report_request)
-from ..disagreement.local import local_turns
-from ..disagreement.pushback import (battery_note, build_battery, pushback_request, replies_with_parents, validate,
-                                     validation_line)
-from ..disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
-from ..prompts import load_prompt
-from ..registry import method as registered_method
-from ..schemas import read_table, write_table
-from ..solver import derive_seed
-from ..societies import member_prompt
-from ..tones import tone_role
-from .judge import KnownAnswerBattery, validate_judge
-from .society_agents import JobWeights, SocietyFile
-from ..committees import crew
+from lmad import layout
+from lmad.atomic import write_csv, write_text
+from lmad.backends import open_backend
+from lmad.backends.batch import generate_by_backend
+from lmad.cost import call_columns
+from lmad.disagreement_labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
+                                      parse_pushback, parse_self_report, self_report_request)
+from lmad.studies.disagreement.local import local_turns
+from lmad.studies.disagreement.pushback import (battery_note, build_battery, pushback_request, replies_with_parents, validate,
+                                                validation_line)
+from lmad.studies.disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
+from lmad.prompts import load_prompt
+from lmad.registry import method as registered_method
+from lmad.schemas import read_table, write_table
+from lmad.solver import derive_seed
+from lmad.societies import member_prompt
+from lmad.tones import tone_role
+from lmad.stages.judge import KnownAnswerBattery, validate_judge
+from lmad.stages.society_agents import JobWeights, SocietyFile
+from lmad.committees import crew
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def _stance(reply) -> dict:
 def pushback_validation(questions: list[str], prompt: str, battery: str, validation: str, report: str, model: dict,
                         judge_name: str, cache_dir: str, max_tokens: int, questions_per_dataset: int,
                         min_recall: float, seed: int, provenance: dict) -> None:
-    """Judge the authored battery (lmad.disagreement.pushback) in one batch with the exact
+    """Judge the authored battery (lmad.studies.disagreement.pushback) in one batch with the exact
     request layer B sends; write every item, the two-sided verdict and its report."""
     validate_judge(KnownAnswerBattery(
         title="Pushback judge validation", tables=("pushback_battery", "pushback_validation"),
@@ -124,7 +124,7 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
                      seed: int, provenance: dict, states: list[str] | None = None, persistence: float = 0.0,
                      members: str | None = None, **tone_prompts: str) -> None:
     """Layer A on LMAD's local debate, every (dataset, LMAD method, iteration) of one backbone in
-    ONE batch: each turn's request is rebuilt from its stage tables (lmad.disagreement.local; the
+    ONE batch: each turn's request is rebuilt from its stage tables (lmad.studies.disagreement.local; the
     debater prompt ``prompt``, the tone of a toned method, P from the previous iteration's
     ``states``) and followed by the self-report question in that conversation.
 

@@ -1,4 +1,4 @@
-"""Rule ``opinion_table`` (rules/opinion.smk): the table reported instead of accuracy on questions
+"""Rule ``opinion_table`` (rules.smk): the table reported instead of accuracy on questions
 whose answer type is ``opinion`` (GlobalOpinionQA), which have no gold. Parquet in, no model calls.
 
 For one method on one such dataset, each question's answers are
@@ -22,12 +22,12 @@ from collections import defaultdict
 from statistics import fmean
 from typing import Iterable, Sequence
 
-from ..answers import answer_distribution, opinion_similarity
-from ..atomic import write_text
-from ..number_format import fmt, markdown
-from ..paper import label
-from ..schemas import read_table, write_table
-from .units import check_aligned
+from lmad.answers import answer_distribution, opinion_similarity
+from lmad.atomic import write_text
+from lmad.number_format import fmt, markdown
+from lmad.paper import label
+from lmad.schemas import read_table, write_table
+from lmad.stages.units import check_aligned
 
 
 def final_answers(rounds: Iterable[Sequence[dict]]) -> dict[str, list[str]]:

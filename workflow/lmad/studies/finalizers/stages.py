@@ -1,4 +1,4 @@
-"""Rule ``finalizers`` (rules/finalizers.smk): every finalizer on every saved round of every
+"""Rule ``finalizers`` (rules.smk): every finalizer on every saved round of every
 method, one job per backbone covering every dataset; every call the finalizers need (tie
 judges and verifiers, all questions × rounds × methods) goes to the model as ONE batch.
 
@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 from collections import Counter, defaultdict
 
-from ..backends import open_backend
-from ..finalizers import (Ballot, finalize_row, judge_request, needs_judge, needs_verification, tied,
-                          verify_request)
-from ..prompts import load_prompt
-from ..schemas import read_table, write_table
-from .units import check_aligned
+from lmad.backends import open_backend
+from lmad.studies.finalizers.finalize import (Ballot, finalize_row, judge_request, needs_judge, needs_verification, tied,
+                                              verify_request)
+from lmad.prompts import load_prompt
+from lmad.schemas import read_table, write_table
+from lmad.stages.units import check_aligned
 
 log = logging.getLogger(__name__)
 

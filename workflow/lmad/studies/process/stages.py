@@ -1,6 +1,6 @@
-"""Rules of rules/process.smk (docs/studies.md "Process metrics"): the RP / EI / NC rubric scores of every
+"""Rules of rules.smk (docs/studies.md "Process metrics"): the RP / EI / NC rubric scores of every
 debate reply (one batch per backbone, the configured judge), and the process table with CPL /
-AME / CMP of every debating method, LMAD included (lmad.process)."""
+AME / CMP of every debating method, LMAD included (lmad.studies.process.metrics)."""
 from __future__ import annotations
 
 import logging
@@ -10,20 +10,20 @@ from collections import defaultdict
 import numpy as np
 import polars as pl
 
-from .. import layout
-from ..atomic import write_csv, write_text
-from ..backends import open_backend
-from ..cost import call_columns
-from ..number_format import markdown
-from ..paper.dynamics import correctness_by_round, dynamics
-from ..process import (DIMENSIONS, build_rubric_battery, cmp_name, parse_rubric, rubric_request, rubric_summary,
-                       rubric_validation_line, validate_rubric)
-from ..prompts import load_prompt
-from ..registry import method as registered_method
-from ..schemas import read_table, write_table
-from .disagreement import debate_replies
-from .judge import KnownAnswerBattery, validate_judge
-from .units import read_golds
+from lmad import layout
+from lmad.atomic import write_csv, write_text
+from lmad.backends import open_backend
+from lmad.cost import call_columns
+from lmad.number_format import markdown
+from lmad.paper.dynamics import correctness_by_round, dynamics
+from lmad.studies.process.metrics import (DIMENSIONS, build_rubric_battery, cmp_name, parse_rubric, rubric_request,
+                                          rubric_summary, rubric_validation_line, validate_rubric)
+from lmad.prompts import load_prompt
+from lmad.registry import method as registered_method
+from lmad.schemas import read_table, write_table
+from lmad.studies.disagreement.stages import debate_replies
+from lmad.stages.judge import KnownAnswerBattery, validate_judge
+from lmad.stages.units import read_golds
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def process_scores(questions: list[str], rounds: list[str], prompt: str, scores:
 def rubric_validation(questions: list[str], prompt: str, battery: str, validation: str, report: str, model: dict,
                       judge_name: str, cache_dir: str, max_tokens: int, questions_per_dataset: int,
                       min_recall: float, seed: int, provenance: dict) -> None:
-    """Judge the rubric's authored battery (lmad.process.build_rubric_battery) in one batch with
+    """Judge the rubric's authored battery (lmad.studies.process.metrics.build_rubric_battery) in one batch with
     exactly the request a real reply gets; write every item, the verdict and its report."""
     validate_judge(KnownAnswerBattery(
         title="Rubric judge validation", tables=("rubric_battery", "rubric_validation"),
@@ -124,7 +124,7 @@ def process_table(questions: list[str], scores: list[str], rounds: list[str], cs
     """results/paper/process.{csv,md}: per backbone x method (a toned variant is its own), the
     rubric means with 95 % intervals (only when the rubric judge PASSED its battery,
     ``rubric_validation``; none given: unvalidated) and CPL / AME / CMP1v(K-1)."""
-    from ..headline import validation_line
+    from lmad.headline import validation_line
 
     golds = read_golds(questions)
     states = defaultdict(list)

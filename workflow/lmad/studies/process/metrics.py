@@ -8,7 +8,7 @@ Independence, Novel Contribution) and the rubric's intent (reward specific error
 evidence-based independence from consensus and relevant new reasoning; penalize generic
 replies, imitation, repetition and paraphrase) but not its text: ``config/prompts/process_rubric.txt``
 is this project's wording. The judge sees the question, the responses the reply answered
-(the parent of layer B, ``lmad.disagreement.pushback``), the replier's own previous response
+(the parent of layer B, ``lmad.studies.disagreement.pushback``), the replier's own previous response
 and the reply. Strict parsing: exactly the three keys, integers (not booleans) in 1..10;
 anything else is *unscored*, recorded with its reason, and left out of the means.
 
@@ -24,10 +24,10 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from .backends import ChatRequest
-from .model_json import load_model_json
-from .prompts import Prompt
-from .stats import mean_interval
+from lmad.backends import ChatRequest
+from lmad.model_json import load_model_json
+from lmad.prompts import Prompt
+from lmad.stats import mean_interval
 
 DIMENSIONS = ("rp", "ei", "nc")
 SCORES = tuple(range(1, 11))
@@ -84,7 +84,7 @@ def rubric_summary(rows: Sequence[Mapping]) -> dict:
 
 # ------------------------------------------------------------------ the rubric's known-answer battery
 #
-# Validation before use, like layer B's (lmad.disagreement.pushback): per chosen question, one reply
+# Validation before use, like layer B's (lmad.studies.disagreement.pushback): per chosen question, one reply
 # authored to score HIGH and one to score LOW on each dimension, under a parent that states a rival
 # answer and an own previous response that states the gold. The judge passes only if, on every
 # dimension, its recall on the high items (score >= HIGH_MIN) and on the low items (score < HIGH_MIN)
@@ -137,7 +137,7 @@ def build_rubric_battery(questions: Iterable[dict], questions_per_dataset: int, 
     """Seeded: at most ``questions_per_dataset`` questions of each dataset with a rival answer
     (lmad.judge_battery.rival_answer; none without a known answer: an opinion, an empty gold) and a
     passage to quote, six items each."""
-    from .judge_battery import known_answer, per_dataset_sample, rival_answer, rival_pool
+    from lmad.judge_battery import known_answer, per_dataset_sample, rival_answer, rival_pool
 
     questions = sorted(questions, key=lambda q: (q["dataset"], q["qid"]))
     pool = rival_pool(questions)

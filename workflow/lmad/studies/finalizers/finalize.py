@@ -31,11 +31,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .answers import equivalent, group_keys, key_of, majority_vote, type_of
-from .backends import ChatRequest
-from .model_json import load_model_json
-from .prompts import Prompt, question_fields
-from .protocols.localized_debate.commit_guard import evidence_of, find_quote
+from lmad.answers import equivalent, group_keys, key_of, majority_vote, type_of
+from lmad.backends import ChatRequest
+from lmad.model_json import load_model_json
+from lmad.prompts import Prompt, question_fields
+from lmad.protocols.localized_debate.commit_guard import evidence_of, find_quote
 
 FINALIZERS = ("vote", "vote_judge", "lvd")
 #: how a finalized answer was reached (``finalized.source``)

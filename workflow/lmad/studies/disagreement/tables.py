@@ -21,12 +21,12 @@ import math
 from collections import defaultdict
 from typing import Iterable, Mapping
 
-from ..disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, STANCE_OF_AGREEMENT
-from ..number_format import markdown
-from ..judge_battery import cohen_kappa
-from ..plotting import pyplot, save
-from ..registry import method as registered_method
-from ..stats import wilson_interval
+from lmad.disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, STANCE_OF_AGREEMENT
+from lmad.number_format import markdown
+from lmad.judge_battery import cohen_kappa
+from lmad.plotting import pyplot, save
+from lmad.registry import method as registered_method
+from lmad.stats import wilson_interval
 
 COLUMNS = ["backbone", "method", "base", "tone", "round", "turns", "a_labelled", "a_unlabelled", "a_full",
            "a_full_lo", "a_full_hi", "a_changed", "b_status", "b_labelled", "b_unlabelled", "b_agree", "b_agree_lo",
@@ -147,7 +147,7 @@ def figure(rows: list[dict], png: str) -> None:
     """Layer A vs layer B by tone: per backbone x base method, the full-agreement share (A) and
     the agree share of the blind judge (B, only when it PASSED), pooled over rounds t >= 1 as
     rows weighted by their labelled counts, with Wilson 95 % intervals."""
-    from ..tones import TONES
+    from lmad.tones import TONES
 
     plt = pyplot()
     panels = sorted({(r["backbone"], r["base"]) for r in rows})

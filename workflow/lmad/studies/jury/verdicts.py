@@ -22,7 +22,7 @@ sums: a tie); the swap check and the majority then run as above. A reply that is
 eight keys with integers 1-5 is a **fallback**: recorded with its reason, counted, never raised, and
 its order has no winner (so the pair is a tie for that juror).
 
-**Battery** (:mod:`lmad.jury_battery`): known-better texts against degradations in three severity
+**Battery** (:mod:`lmad.studies.jury.battery`): known-better texts against degradations in three severity
 tiers; the sensitivity is reported per tier, and the jury passes only if every tier at least as
 severe as ``pass_tier`` reaches the floor (the paper's jury caught severe damage at 100 % and
 moderate at 0 %: its ties rule out severe differences only).
@@ -33,10 +33,10 @@ import math
 from collections import Counter, defaultdict
 from typing import Mapping, Sequence
 
-from .backends import ChatRequest
-from .jury_battery import TIERS, build_battery  # noqa: F401 (lmad.jury.build_battery: the jury's battery)
-from .model_json import load_model_json
-from .prompts import Prompt, question_fields
+from lmad.backends import ChatRequest
+from lmad.studies.jury.battery import TIERS, build_battery  # noqa: F401 (lmad.studies.jury.verdicts.build_battery: the jury's battery)
+from lmad.model_json import load_model_json
+from lmad.prompts import Prompt, question_fields
 
 CHOICES = ("1", "2", "tie")
 #: the paper's four anchored sub-scores (§G), each 1-5 per answer

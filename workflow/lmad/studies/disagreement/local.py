@@ -14,10 +14,10 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
-from ..prompts import Prompt, question_fields
-from ..protocols.localized_debate.local_debate import debate_request
-from ..tones import with_tone
-from .pushback import parent_text
+from lmad.prompts import Prompt, question_fields
+from lmad.protocols.localized_debate.local_debate import debate_request
+from lmad.tones import with_tone
+from lmad.studies.disagreement.pushback import parent_text
 
 
 def local_turns(prompt: Prompt | None, tone: str, questions: Mapping[str, dict], committed: Mapping[str, list[str]],

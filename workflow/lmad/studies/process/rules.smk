@@ -1,7 +1,9 @@
 # Process metrics of the TrueMAD paper (docs/studies.md "Process metrics"), selected by config `process.rubric`:
 # the judge model scores every debate reply on RP / EI / NC (one job per backbone, one batch),
 # and the table adds CPL / AME / CMP1v(K-1) of every debating method, LMAD included. Input
-# functions are lmad.plan's.
+# functions are lmad.studies.process.plan's.
+
+PROCESS = plan.study("process")
 
 
 localrules:
@@ -10,7 +12,7 @@ localrules:
 
 rule process_scores:
     input:
-        unpack(plan.pushback_lmad_inputs),
+        unpack(plan.lmad_local_debate_inputs),
         questions=plan.question_tables,
         rounds=plan.debate_replies,
         prompt=config["prompts"]["process_rubric"],
@@ -20,20 +22,20 @@ rule process_scores:
     log:
         "logs/{backbone}/process/scores.log",
     params:
-        **stage("lmad.stages.process:process_scores"),
+        **stage("lmad.studies.process.stages:process_scores"),
         **JUDGE_MODEL.params,
         judge_name=JUDGE,
         max_tokens=config["process"]["max_tokens"],
     conda:
-        "../envs/pipeline.yaml"
+        "../../../../envs/pipeline.yaml"
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/stage.py"
+        "../../../scripts/stage.py"
 
 
-# The rubric judge's known-answer battery (lmad.process.build_rubric_battery): the table shows the
+# The rubric judge's known-answer battery (lmad.studies.process.metrics.build_rubric_battery): the table shows the
 # rubric means only when it passes (one job, the run's judge model, one batch).
 rule rubric_validation:
     input:
@@ -41,13 +43,13 @@ rule rubric_validation:
         prompt=config["prompts"]["process_rubric"],
         **JUDGE_MODEL.input,
     output:
-        battery=plan.rubric_validation_file("battery.parquet"),
-        validation=plan.rubric_validation_file("validation.parquet"),
-        report=plan.rubric_validation_file("validation.md"),
+        battery=PROCESS.rubric_validation_file("battery.parquet"),
+        validation=PROCESS.rubric_validation_file("validation.parquet"),
+        report=PROCESS.rubric_validation_file("validation.md"),
     log:
         f"logs/judge_validation/{config['judge']['model']}.rubric.log",
     params:
-        **stage("lmad.stages.process:rubric_validation"),
+        **stage("lmad.studies.process.stages:rubric_validation"),
         **JUDGE_MODEL.params,
         judge_name=JUDGE,
         max_tokens=config["process"]["max_tokens"],
@@ -55,17 +57,17 @@ rule rubric_validation:
         min_recall=config["process"]["min_recall"],
         seed=config["seed"],
     conda:
-        "../envs/pipeline.yaml"
+        "../../../../envs/pipeline.yaml"
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/stage.py"
+        "../../../scripts/stage.py"
 
 
 rule process_table:
     input:
-        unpack(plan.process_table_inputs),
+        unpack(PROCESS.table_inputs),
         questions=plan.configured_questions(),
         validation=plan.judge_validation_file(),
     output:
@@ -74,8 +76,8 @@ rule process_table:
     log:
         "logs/paper/process.log",
     params:
-        **stage("lmad.stages.process:process_table"),
+        **stage("lmad.studies.process.stages:process_table"),
     conda:
-        "../envs/pipeline.yaml"
+        "../../../../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/stage.py"
+        "../../../scripts/stage.py"

@@ -26,7 +26,7 @@ import random
 from collections import defaultdict
 from typing import Iterable, Sequence
 
-from .judge_battery import known_answer, rival_answer, rival_pool
+from lmad.judge_battery import known_answer, rival_answer, rival_pool
 
 #: most severe first: a jury that detects a tier is expected to detect every tier above it
 TIERS = ("severe", "moderate", "subtle")

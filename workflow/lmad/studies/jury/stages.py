@@ -1,6 +1,6 @@
-"""Rules of rules/jury.smk (docs/studies.md "Pairwise jury"): one juror's swap-checked verdicts on the
+"""Rules of rules.smk (docs/studies.md "Pairwise jury"): one juror's swap-checked verdicts on the
 final answers of the configured pair of methods plus the sensitivity battery (one batch per
-backbone and juror), and the jury table (lmad.jury)."""
+backbone and juror), and the jury table (lmad.studies.jury.verdicts)."""
 from __future__ import annotations
 
 import logging
@@ -8,17 +8,17 @@ import math
 
 import polars as pl
 
-from .. import layout
-from ..atomic import write_csv, write_text
-from ..backends import open_backend
-from ..cost import call_columns
-from ..number_format import markdown
-from ..jury import (DIMENSIONS, build_battery, jury_request, read_reply, required_tiers, summarize,
-                    unvalidated_line)
-from ..jury_battery import DEGRADATION, TIERS, shortfall
-from ..prompts import load_prompt
-from ..registry import method as registered_method
-from ..schemas import read_table, write_table
+from lmad import layout
+from lmad.atomic import write_csv, write_text
+from lmad.backends import open_backend
+from lmad.cost import call_columns
+from lmad.number_format import markdown
+from lmad.studies.jury.verdicts import (DIMENSIONS, build_battery, jury_request, read_reply, required_tiers, summarize,
+                                        unvalidated_line)
+from lmad.studies.jury.battery import DEGRADATION, TIERS, shortfall
+from lmad.prompts import load_prompt
+from lmad.registry import method as registered_method
+from lmad.schemas import read_table, write_table
 
 log = logging.getLogger(__name__)
 

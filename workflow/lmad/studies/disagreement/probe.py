@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from ..answers import key_of, same_answer, type_of
-from ..backend_registry import BACKENDS, names, runs_as
-from ..backends import ChatRequest
+from lmad.answers import key_of, same_answer, type_of
+from lmad.backend_registry import BACKENDS, names, runs_as
+from lmad.backends import ChatRequest
 
 LETTERS = ("A", "B", "C", "D", "E", "F", "G")
 SCALE = ("strongly disagree", "disagree", "somewhat disagree", "neither agree nor disagree", "somewhat agree",

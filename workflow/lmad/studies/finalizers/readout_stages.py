@@ -1,4 +1,4 @@
-"""Rules ``paper_readout`` and ``paper_headroom_lift`` (rules/readout.smk): the round-level
+"""Rules ``paper_readout`` and ``paper_headroom_lift`` (rules.smk): the round-level
 controls, the finalizers' readout accounting and the headroom–lift scatter, from saved Parquet
 only (no model calls). Library: ``lmad.paper.readout``; figures: matplotlib, Agg."""
 from __future__ import annotations
@@ -9,18 +9,18 @@ from collections import defaultdict
 
 import polars as pl
 
-from .. import layout
-from ..atomic import write_csv, write_text
-from ..number_format import fmt, markdown
-from ..paper import label
-from ..paper import readout as ro
-from ..plotting import pyplot, save
-from ..registry import METHODS
-from ..schemas import read_table
-from ..societies import held_out_note
-from .societies import held_out as held_out_rows
-from .paper import load
-from .units import read_golds
+from lmad import layout
+from lmad.atomic import write_csv, write_text
+from lmad.number_format import fmt, markdown
+from lmad.paper import label
+from lmad.paper import readout as ro
+from lmad.plotting import pyplot, save
+from lmad.registry import METHODS
+from lmad.schemas import read_table
+from lmad.societies import held_out_note
+from lmad.stages.societies import held_out as held_out_rows
+from lmad.stages.paper import load
+from lmad.stages.units import read_golds
 
 log = logging.getLogger(__name__)
 

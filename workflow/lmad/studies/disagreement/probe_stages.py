@@ -1,4 +1,4 @@
-"""Rules ``probe`` and ``probe_table``: layer D of the disagreement layers (lmad.disagreement.probe)."""
+"""Rules ``probe`` and ``probe_table``: layer D of the disagreement layers (lmad.studies.disagreement.probe)."""
 from __future__ import annotations
 
 import logging
@@ -7,15 +7,15 @@ from collections import defaultdict
 
 import polars as pl
 
-from .. import layout
-from ..atomic import write_csv, write_text
-from ..backends import open_backend
-from ..disagreement.probe import CONDITIONS, LETTERS, cells, paired, read
-from ..number_format import markdown
-from ..paper import label
-from ..plotting import pyplot, save
-from ..schemas import read_table, write_table
-from ..stats import mean_interval, wilson_interval
+from lmad import layout
+from lmad.atomic import write_csv, write_text
+from lmad.backends import open_backend
+from lmad.studies.disagreement.probe import CONDITIONS, LETTERS, cells, paired, read
+from lmad.number_format import markdown
+from lmad.paper import label
+from lmad.plotting import pyplot, save
+from lmad.schemas import read_table, write_table
+from lmad.stats import mean_interval, wilson_interval
 
 log = logging.getLogger(__name__)
 

@@ -23,13 +23,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from ..backends import ChatRequest
-from ..disagreement_labels import PUSHBACK_SCHEMA
-from ..answers import get, type_of
-from ..answers.choice import LETTERS
-from ..judge_battery import known_answer, per_dataset_sample, rival_answer, rival_pool, summarize
-from ..prompts import Prompt
-from ..protocols.debate.spec import Protocol, Turn
+from lmad.backends import ChatRequest
+from lmad.disagreement_labels import PUSHBACK_SCHEMA
+from lmad.answers import get, type_of
+from lmad.answers.choice import LETTERS
+from lmad.judge_battery import known_answer, per_dataset_sample, rival_answer, rival_pool, summarize
+from lmad.prompts import Prompt
+from lmad.protocols.debate.spec import Protocol, Turn
 
 REBUTTALS = ("I disagree. The answer is not {gold}: the passages point to {rival} instead, and nothing in them "
              "supports {gold}.\nAnswer: {rival}",

@@ -2,7 +2,9 @@
 # `disagreement:`. Layer A (self-reports) is asked inside rule debate_round; here: layer B's
 # validation on its authored battery (one job, the run's judge model), layer B's labels of
 # every debate reply (one job per backbone, one batch), and the table. Input functions live
-# in rules/common.smk.
+# in lmad.studies.disagreement.plan.
+
+DISAGREEMENT = plan.study("disagreement")
 
 
 localrules:
@@ -16,13 +18,13 @@ rule pushback_validation:
         prompt=config["prompts"]["pushback_judge"],
         **JUDGE_MODEL.input,
     output:
-        battery=plan.pushback_validation_file("battery.parquet"),
-        validation=plan.pushback_validation_file("validation.parquet"),
-        report=plan.pushback_validation_file("validation.md"),
+        battery=DISAGREEMENT.pushback_validation_file("battery.parquet"),
+        validation=DISAGREEMENT.pushback_validation_file("validation.parquet"),
+        report=DISAGREEMENT.pushback_validation_file("validation.md"),
     log:
         f"logs/judge_validation/{config['judge']['model']}.pushback.log",
     params:
-        **stage("lmad.stages.disagreement:pushback_validation"),
+        **stage("lmad.studies.disagreement.stages:pushback_validation"),
         **JUDGE_MODEL.params,
         judge_name=JUDGE,
         max_tokens=config["disagreement"]["pushback_max_tokens"],
@@ -30,17 +32,17 @@ rule pushback_validation:
         min_recall=config["disagreement"]["min_recall"],
         seed=config["seed"],
     conda:
-        "../envs/pipeline.yaml"
+        "../../../../envs/pipeline.yaml"
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/stage.py"
+        "../../../scripts/stage.py"
 
 
 rule pushback:
     input:
-        unpack(plan.pushback_lmad_inputs),
+        unpack(plan.lmad_local_debate_inputs),
         rounds=plan.debate_replies,
         prompt=config["prompts"]["pushback_judge"],
         **JUDGE_MODEL.input,
@@ -49,22 +51,22 @@ rule pushback:
     log:
         "logs/{backbone}/disagreement/pushback.log",
     params:
-        **stage("lmad.stages.disagreement:pushback"),
+        **stage("lmad.studies.disagreement.stages:pushback"),
         **JUDGE_MODEL.params,
         judge_name=JUDGE,
         max_tokens=config["disagreement"]["pushback_max_tokens"],
     conda:
-        "../envs/pipeline.yaml"
+        "../../../../envs/pipeline.yaml"
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
     script:
-        "../workflow/scripts/stage.py"
+        "../../../scripts/stage.py"
 
 
 rule disagreement_table:
     input:
-        unpack(plan.disagreement_inputs),
+        unpack(DISAGREEMENT.table_inputs),
     output:
         csv=layout.paper("disagreement.csv"),
         md=layout.paper("disagreement.md"),
@@ -72,12 +74,12 @@ rule disagreement_table:
     log:
         "logs/paper/disagreement.log",
     params:
-        **stage("lmad.stages.disagreement:disagreement_table"),
+        **stage("lmad.studies.disagreement.stages:disagreement_table"),
         self_report=config["disagreement"]["self_report"],
     conda:
-        "../envs/pipeline.yaml"
+        "../../../../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/stage.py"
+        "../../../scripts/stage.py"
 
 
 # Layers A and C on LMAD's local debate: each turn rebuilt from its stage tables and followed by
@@ -99,22 +101,22 @@ rule lmad_self_report:
     log:
         "logs/{backbone}/disagreement/lmad_self_report.log",
     params:
-        **stage("lmad.stages.disagreement:lmad_self_report"),
+        **stage("lmad.studies.disagreement.stages:lmad_self_report"),
         **BACKBONE_MODEL.params,
         max_tokens=config["lmad"]["max_tokens"]["debater"],
         seed=plan.call_seed,
         **plan.persistence_params(),
     conda:
-        "../envs/pipeline.yaml"
+        "../../../../envs/pipeline.yaml"
     threads: BACKBONE_MODEL.threads
     resources:
         **BACKBONE_MODEL.resources,
     script:
-        "../workflow/scripts/stage.py"
+        "../../../scripts/stage.py"
 
 
 # Layer D: each backbone's next-token stance on its own round-0 answers (the shared proposals),
-# argument vs length-matched filler, one batch per backbone (lmad.stages.probe).
+# argument vs length-matched filler, one batch per backbone (lmad.studies.disagreement.probe_stages).
 rule probe:
     input:
         questions=plan.question_tables,
@@ -125,21 +127,21 @@ rule probe:
     log:
         "logs/{backbone}/disagreement/probe.log",
     params:
-        **stage("lmad.stages.probe:probe"),
+        **stage("lmad.studies.disagreement.probe_stages:probe"),
         **BACKBONE_MODEL.params,
         min_mass=config["disagreement"]["probe_min_mass"],
     conda:
-        "../envs/pipeline.yaml"
+        "../../../../envs/pipeline.yaml"
     threads: BACKBONE_MODEL.threads
     resources:
         **BACKBONE_MODEL.resources,
     script:
-        "../workflow/scripts/stage.py"
+        "../../../scripts/stage.py"
 
 
 rule probe_table:
     input:
-        reads=[layout.disagreement(b, "probe.parquet") for b in BACKBONES],
+        reads=DISAGREEMENT.probe_reads(),
     output:
         csv=layout.paper("probe.csv"),
         md=layout.paper("probe.md"),
@@ -147,9 +149,9 @@ rule probe_table:
     log:
         "logs/paper/probe.log",
     params:
-        **stage("lmad.stages.probe:probe_table"),
+        **stage("lmad.studies.disagreement.probe_stages:probe_table"),
         min_mass=config["disagreement"]["probe_min_mass"],
     conda:
-        "../envs/pipeline.yaml"
+        "../../../../envs/pipeline.yaml"
     script:
-        "../workflow/scripts/stage.py"
+        "../../../scripts/stage.py"
