@@ -28,12 +28,13 @@ class DebatePlanning:
         """A debate method's saved rounds, ``first`` .. R."""
         return range(first, self.debate_setting(method).rounds + 1)
 
-    def debate_tables(self, backbones, datasets, part: str = "", first: int = 0) -> list[str]:
+    def debate_every_round(self, backbones, datasets, part: str = "", first: int = 0) -> list[str]:
         """Every debate method's round tables (``part``), backbone, dataset, method, then round."""
         return [layout.debate_round(b, d, m, t, part) for b in backbones for d in datasets
                 for m in self.debate_methods for t in self.rounds_of(m, first)]
 
-    def debate_round_outputs(self, part: str) -> list[str]:
+    def debate_round_patterns(self, part: str) -> list[str]:
+        """Rule debate_round's outputs (``part``): one table per work dataset, wildcards kept."""
         return [layout.debate_round("{backbone}", w, "{debate_method}", "{debate_round}", part)
                 for w in self.job_datasets()]
 
@@ -71,7 +72,7 @@ class DebatePlanning:
         share = self.disagreement["persistence"] if self.disagreement["self_report"] else 0
         return {"persistence": share} if share else {}
 
-    def debate_round_tables(self, part: str):
+    def debate_every_round_by_method(self, part: str):
         """Input function: every debate method's round table (``part``) of every round: method after
         method, dataset after dataset (job_datasets order), rounds in order."""
         return lambda w: [layout.debate_round(w.backbone, d, m, t, part) for m in self.debate_methods
@@ -83,4 +84,4 @@ class DebatePlanning:
 
     def debate_replies(self, wildcards) -> list[str]:
         """Every round's answers table of every configured debate method of one backbone."""
-        return self.debate_tables([wildcards.backbone], self.job_datasets(wildcards))
+        return self.debate_every_round([wildcards.backbone], self.job_datasets(wildcards))

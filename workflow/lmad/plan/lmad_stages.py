@@ -17,8 +17,8 @@ class LmadPlanning:
     def lmad_unit_questions(self, wildcards) -> list[str]:
         return [q for q in self.question_tables(wildcards) for _ in self.lmad_methods]
 
-    def lmad_paths(self, stage: str, backbone="{backbone}", iteration="{iteration}", wildcards=None) -> list[str]:
-        """One stage's table of every unit, in lmad_units() order (wildcards kept unless given)."""
+    def lmad_unit_tables(self, stage: str, backbone="{backbone}", iteration="{iteration}", wildcards=None) -> list[str]:
+        """One stage's table of every unit in one iteration, in lmad_units() order (wildcards kept unless given)."""
         return [layout.lmad_table(backbone, w, m, iteration, stage) for w in self.job_datasets(wildcards)
                 for m in self.lmad_methods]
 
@@ -32,7 +32,7 @@ class LmadPlanning:
     def lmad_state(self, wildcards) -> dict:
         """The states entering iteration k: the previous commit's; none at k = 0 (all active, P empty)."""
         k = int(wildcards.iteration)
-        return {"state": self.lmad_paths("state", wildcards.backbone, k - 1, wildcards)} if k > 0 else {}
+        return {"state": self.lmad_unit_tables("state", wildcards.backbone, k - 1, wildcards)} if k > 0 else {}
 
     def lmad_generate_inputs(self, wildcards) -> dict:
         """Iteration 0 reuses the shared self-consistency proposals: zero calls. They are listed for
@@ -52,7 +52,7 @@ class LmadPlanning:
             return {}
         return {"members": layout.society(wildcards.backbone, "members")}
 
-    def lmad_tables(self, backbone: str, datasets, stage: str, last: int = 0, method_first: bool = True) -> list[str]:
+    def lmad_every_iteration(self, backbone: str, datasets, stage: str, last: int = 0, method_first: bool = True) -> list[str]:
         """One LMAD stage's table of every LMAD method, dataset and iteration 0 .. L - 1 - ``last``:
         method after method (``method_first``) or dataset after dataset, iterations in order."""
         iterations = range(self.config["lmad"]["iterations"] - last)
@@ -62,27 +62,27 @@ class LmadPlanning:
         return [layout.lmad_table(backbone, w, m, k, stage) for w in datasets for m in self.lmad_methods
                 for k in iterations]
 
-    def lmad_iteration_tables(self, stage: str):
+    def lmad_every_iteration_by_method(self, stage: str):
         """Input function: every LMAD method's ``stage`` table of every iteration."""
-        return lambda w: self.lmad_tables(w.backbone, self.job_datasets(w), stage)
+        return lambda w: self.lmad_every_iteration(w.backbone, self.job_datasets(w), stage)
 
     def lmad_final_state(self, wildcards) -> list[str]:
         last = self.config["lmad"]["iterations"] - 1
         return [layout.lmad_table(wildcards.backbone, w, m, last, "state")
                 for m in self.lmad_methods for w in self.job_datasets(wildcards)]
 
-    def lmad_debate_tables(self, stage: str, last: int = 0):
+    def lmad_every_iteration_by_dataset(self, stage: str, last: int = 0):
         """Input function: one LMAD stage's table of every dataset, LMAD method and iteration of a
         backbone (iterations 0 .. L - 1 - ``last``)."""
-        return lambda w: self.lmad_tables(w.backbone, self.job_datasets(w), stage, last, method_first=False)
+        return lambda w: self.lmad_every_iteration(w.backbone, self.job_datasets(w), stage, last, method_first=False)
 
     def lmad_local_debate_inputs(self, wildcards) -> dict:
         """Every iteration's localization and positions of LMAD's local debates (what a study that
         reads every debate reply reads besides the debate rounds: layer B, the process rubric)."""
         if not self.lmad_methods:
             return {}
-        return {"lmad_localizations": self.lmad_debate_tables("localize")(wildcards),
-                "lmad_positions": self.lmad_debate_tables("debate")(wildcards)}
+        return {"lmad_localizations": self.lmad_every_iteration_by_dataset("localize")(wildcards),
+                "lmad_positions": self.lmad_every_iteration_by_dataset("debate")(wildcards)}
 
     def lmad_tone_prompts(self) -> dict:
         """The tone instructions (lmad.tones) of the run's toned LMAD methods: inputs of the local

@@ -35,9 +35,9 @@ class PaperPlanning:
         wanted = [m for m in (methods or TABLE2_METHODS) if m in self.methods]
         return lambda w: [layout.lmad_trace(b, d, m) for b in self._backbones(w) for d in self.datasets for m in wanted]
 
-    def paper_rounds(self, wildcards) -> list[str]:
+    def paper_debate_rounds(self, wildcards) -> list[str]:
         """Every round table of every configured debate method (one backbone when the rule has one)."""
-        return self.debate_tables(self._backbones(wildcards), self.datasets)
+        return self.debate_every_round(self._backbones(wildcards), self.datasets)
 
     def paper_outputs(self) -> list[str]:
         """Everything rule paper builds under results/paper/."""
@@ -75,7 +75,7 @@ class PaperPlanning:
         by default, so the viewer needs no disagreement job)."""
         inputs = {}
         if self.disagreement["self_report"] and self.debate_methods:
-            inputs["steps"] = self.debate_tables([wildcards.backbone], self.datasets, "_steps", first=1)
+            inputs["steps"] = self.debate_every_round([wildcards.backbone], self.datasets, "_steps", first=1)
         if self.disagreement["self_report"] and self.lmad_methods:
             inputs["lmad_reports"] = [layout.disagreement(wildcards.backbone, "lmad_self_report.parquet")]
         if self.disagreement["pushback"] and (self.debate_methods or self.lmad_methods):
