@@ -6,7 +6,8 @@ study's rules. Adding a study: its folder, a line in STUDIES and its row in docs
 A study's ``plan.py`` holds ``enabled(config)`` (whether the config turns it on) and ``Planner``,
 built from the run's plan: its rules' input functions, ``outputs()`` (its targets; asked only
 when enabled) and ``model_rules()`` (each of its rules that calls a model, with the models it
-may call: lmad.plan serves them like the core's).
+may call: lmad.plan serves them like the core's); optionally ``check_config(config)``, which
+lmad.config_checks runs before any job.
 
 This module stays light: a stage job imports its study's package, and so this module, too.
 """

@@ -6,6 +6,17 @@ from __future__ import annotations
 from lmad import layout
 
 
+def check_config(config: dict) -> None:
+    """Layer D needs backbones whose backend gives next-token log-probabilities."""
+    if (config.get("disagreement") or {}).get("probe"):
+        from lmad.studies.disagreement.probe import unprobeable
+
+        for name in config["backbones"]:
+            why = unprobeable(name, config["models"][name])
+            if why:
+                raise ValueError(f"config disagreement.probe: {why}")
+
+
 def enabled(config: dict) -> bool:
     layers = config["disagreement"]
     return bool(layers["self_report"] or layers["pushback"] or layers["probe"])

@@ -4,6 +4,24 @@ from __future__ import annotations
 from lmad import layout
 
 
+def check_config(config: dict) -> None:
+    """Config ``jury`` against the run's methods and models, before any job."""
+    jury = config.get("jury") or {}
+    if jury.get("pair") and (len(jury["pair"]) != 2 or any(m not in config["methods"] for m in jury["pair"])):
+        raise ValueError(f"config jury.pair: two methods of the run's methods {config['methods']}, got {jury['pair']}")
+    for name in jury.get("judges") or []:
+        if name not in config["models"]:
+            raise ValueError(f"config jury.judges: model {name!r} is not defined under 'models'")
+    battery = jury.get("battery") or {}
+    if battery.get("pass_tier") and battery.get("tiers"):
+        from lmad.studies.jury.verdicts import required_tiers
+
+        missing = [t for t in required_tiers(battery["pass_tier"]) if t not in battery["tiers"]]
+        if missing:
+            raise ValueError(f"config jury.battery: pass_tier {battery['pass_tier']!r} needs the tiers {missing} "
+                             f"in battery.tiers {battery['tiers']}: their sensitivity decides whether the jury passes")
+
+
 def enabled(config: dict) -> bool:
     return bool(config["jury"]["pair"])
 
