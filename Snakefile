@@ -21,14 +21,14 @@ include: "rules/lmad.smk"
 include: "rules/debate.smk"
 include: "rules/manifest.smk"
 include: "rules/paper.smk"
-include: "rules/finalizers.smk"
-include: "rules/readout.smk"
 include: "rules/societies.smk"
 include: "rules/matched.smk"
-include: "rules/disagreement.smk"
-include: "rules/process.smk"
-include: "rules/jury.smk"
-include: "rules/opinion.smk"
+
+
+# Each optional study's rules (lmad.studies: its folder, its line in STUDIES).
+for study_rules in plan.study_rules():
+
+    include: study_rules
 
 
 # One engine per model per run: a served model's stage jobs are clients of its server, so

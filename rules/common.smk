@@ -51,14 +51,14 @@ plan = Plan(config)
 # {backbone}/seed{s} when the config lists `seeds`)
 DATASETS, BACKBONES, SEEDS, JUDGE = plan.datasets, plan.backbones, plan.seeds, plan.judge
 LMAD_METHODS, DEBATE_METHODS, SHARDS = plan.lmad_methods, plan.debate_methods, plan.shards
-FINALIZE, SOCIETIES, DISAGREEMENT, JURY, JURORS = plan.finalize, plan.societies, plan.disagreement, plan.jury, plan.jurors
+SOCIETIES = plan.societies
 DATASET_NAMES = plan.dataset_names()
 
 # Each rule that runs library code names its stage function once, in its params
 # (`**stage("module:function")`, lmad.smk.stage: the name and its code hash), and runs the one
 # script workflow/scripts/stage.py. Each model rule spreads its kind's repeated sections
 # (lmad.plan.ModelRule) into its own, `**M.input`, `**M.params`, `M.threads`, `**M.resources`.
-BACKBONE_MODEL, JUDGE_MODEL, JUROR_MODEL = (plan.model_rule(k) for k in ("backbone", "judge", "juror"))
+BACKBONE_MODEL, JUDGE_MODEL = (plan.model_rule(k) for k in ("backbone", "judge"))
 
 
 wildcard_constraints:

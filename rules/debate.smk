@@ -13,9 +13,9 @@ rule debate_round:
         questions=plan.question_tables,
         **BACKBONE_MODEL.input,
     output:
-        samples=plan.debate_round_outputs(""),
-        steps=plan.debate_round_outputs("_steps"),
-        state=plan.debate_round_outputs("_state"),
+        samples=plan.debate_round_patterns(""),
+        steps=plan.debate_round_patterns("_steps"),
+        state=plan.debate_round_patterns("_state"),
     log:
         plan.job_log("{debate_method}", "round{debate_round}"),
     benchmark:
@@ -49,8 +49,8 @@ if DEBATE_METHODS:
     rule debate_predict:
         input:
             questions=plan.question_tables,
-            samples=plan.debate_round_tables(""),
-            steps=plan.debate_round_tables("_steps"),
+            samples=plan.debate_every_round_by_method(""),
+            steps=plan.debate_every_round_by_method("_steps"),
             final_state=plan.debate_final_state,
         output:
             predictions=plan.prediction_outputs(DEBATE_METHODS),

@@ -24,7 +24,7 @@ if LMAD_METHODS:
             prompt=config["prompts"]["solver"],
             **BACKBONE_MODEL.input,
         output:
-            samples=plan.lmad_paths("generate"),
+            samples=plan.lmad_unit_tables("generate"),
         log:
             plan.lmad_log("generate"),
         benchmark:
@@ -48,12 +48,12 @@ if LMAD_METHODS:
         priority: LMAD_CHAIN_PRIORITY
         input:
             questions=plan.lmad_unit_questions,
-            samples=plan.lmad_paths("generate"),
+            samples=plan.lmad_unit_tables("generate"),
             prompt=config["prompts"]["extractor"],
             **plan.lmad_premise_prompt(),
             **BACKBONE_MODEL.input,
         output:
-            chains=plan.lmad_paths("extract"),
+            chains=plan.lmad_unit_tables("extract"),
         log:
             plan.lmad_log("extract"),
         benchmark:
@@ -80,11 +80,11 @@ if LMAD_METHODS:
         input:
             unpack(plan.lmad_state),
             questions=plan.lmad_unit_questions,
-            chains=plan.lmad_paths("extract"),
+            chains=plan.lmad_unit_tables("extract"),
             prompt=config["prompts"]["localizer"],
             **BACKBONE_MODEL.input,
         output:
-            localizations=plan.lmad_paths("localize"),
+            localizations=plan.lmad_unit_tables("localize"),
         log:
             plan.lmad_log("localize"),
         benchmark:
@@ -109,12 +109,12 @@ if LMAD_METHODS:
             unpack(plan.lmad_state),
             unpack(plan.lmad_society),
             questions=plan.lmad_unit_questions,
-            localizations=plan.lmad_paths("localize"),
+            localizations=plan.lmad_unit_tables("localize"),
             prompt=config["prompts"]["debater"],
             **plan.lmad_tone_prompts(),
             **BACKBONE_MODEL.input,
         output:
-            positions=plan.lmad_paths("debate"),
+            positions=plan.lmad_unit_tables("debate"),
         log:
             plan.lmad_log("debate"),
         benchmark:
@@ -143,17 +143,17 @@ if LMAD_METHODS:
         input:
             unpack(plan.lmad_state),
             questions=plan.lmad_unit_questions,
-            samples=plan.lmad_paths("generate"),
-            localizations=plan.lmad_paths("localize"),
-            positions=plan.lmad_paths("debate"),
+            samples=plan.lmad_unit_tables("generate"),
+            localizations=plan.lmad_unit_tables("localize"),
+            positions=plan.lmad_unit_tables("debate"),
             prompt=config["prompts"]["resolver"],
             relation_prompt=config["prompts"]["relation_check"],
             **BACKBONE_MODEL.input,
         output:
-            repairs=plan.lmad_paths("resolve"),
-            relations=plan.lmad_paths("relation"),
-            commits=plan.lmad_paths("commit"),
-            next_state=plan.lmad_paths("state"),
+            repairs=plan.lmad_unit_tables("resolve"),
+            relations=plan.lmad_unit_tables("relation"),
+            commits=plan.lmad_unit_tables("commit"),
+            next_state=plan.lmad_unit_tables("state"),
         log:
             plan.lmad_log("resolve"),
         benchmark:
@@ -180,13 +180,13 @@ if LMAD_METHODS:
         input:
             questions=plan.question_tables,
             final_state=plan.lmad_final_state,
-            samples=plan.lmad_iteration_tables("generate"),
-            chains=plan.lmad_iteration_tables("extract"),
-            localizations=plan.lmad_iteration_tables("localize"),
-            positions=plan.lmad_iteration_tables("debate"),
-            repairs=plan.lmad_iteration_tables("resolve"),
-            relations=plan.lmad_iteration_tables("relation"),
-            commits=plan.lmad_iteration_tables("commit"),
+            samples=plan.lmad_every_iteration_by_method("generate"),
+            chains=plan.lmad_every_iteration_by_method("extract"),
+            localizations=plan.lmad_every_iteration_by_method("localize"),
+            positions=plan.lmad_every_iteration_by_method("debate"),
+            repairs=plan.lmad_every_iteration_by_method("resolve"),
+            relations=plan.lmad_every_iteration_by_method("relation"),
+            commits=plan.lmad_every_iteration_by_method("commit"),
         output:
             predictions=plan.prediction_outputs(LMAD_METHODS),
             trace=[layout.lmad_trace("{backbone}", w, m) for m in LMAD_METHODS for w in plan.job_datasets()],

@@ -122,7 +122,7 @@ rule paper_figures:
         judgments=plan.paper_judgments(),
         predictions=plan.paper_predictions(),
         questions=plan.configured_questions(),
-        rounds=plan.paper_rounds,
+        rounds=plan.paper_debate_rounds,
         traces=plan.paper_traces(list(TRACE_FIGURE_METHODS)),
     output:
         **paper_figure_outputs(),
@@ -146,7 +146,7 @@ rule paper_viewer:
         questions=plan.configured_questions(),
         judgments=plan.paper_judgments,
         traces=plan.paper_traces(LMAD_METHODS),
-        rounds=plan.paper_rounds,
+        rounds=plan.paper_debate_rounds,
     output:
         html=paper_report("viewer/{backbone}.html", "viewer"),
     log:
@@ -163,7 +163,7 @@ rule paper_viewer:
 rule paper_dynamics:
     input:
         questions=plan.configured_questions(),
-        rounds=plan.paper_rounds,
+        rounds=plan.paper_debate_rounds,
     output:
         csv=layout.paper("dynamics.csv"),
         md=paper_report("dynamics.md", "dynamics"),
@@ -183,7 +183,7 @@ rule paper_dynamics:
 rule paper_truemad:
     input:
         questions=plan.configured_questions(),
-        rounds=plan.paper_rounds,
+        rounds=plan.paper_debate_rounds,
     output:
         table1_csv=layout.paper("truemad/table1.csv"),
         table1_md=paper_report("truemad/table1.md", "truemad_table1"),

@@ -182,7 +182,7 @@ def test_a_registered_backend_is_built_and_cached(fake, tmp_path):
 
 
 def test_a_registered_backend_is_seen_by_the_worker_the_probe_and_the_scheduler(fake):
-    from lmad.disagreement.probe import probe_backends, unprobeable
+    from lmad.studies.disagreement.probe import probe_backends, unprobeable
     from lmad.job_resources import model_sizing
     from lmad.worker import loads_a_model
 

@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lmad.answers import gold_of
-from lmad.disagreement.pushback import OPINION_PARENT, battery_note, build_battery as pushback_battery
+from lmad.studies.disagreement.pushback import OPINION_PARENT, battery_note, build_battery as pushback_battery
 from lmad.judge_battery import build_battery as judge_battery, known_answer
-from lmad.jury import build_battery as jury_battery, summarize, winner
-from lmad.process import build_rubric_battery
+from lmad.studies.jury.verdicts import build_battery as jury_battery, summarize, winner
+from lmad.studies.process.metrics import build_rubric_battery
 from lmad.schemas import write_table
-from lmad.stages.jury import jury_table
+from lmad.studies.jury.stages import jury_table
 
 KINDS = ["gold", "alias", "variant_case", "variant_punct", "in_sentence", "other_gold", "opposite_yes_no", "near_miss"]
 OPTIONS = ["Strongly agree", "Agree", "Disagree", "Strongly disagree"]

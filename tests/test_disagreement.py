@@ -16,9 +16,9 @@ from conftest import REPO, make_config, snakemake, write_config
 from lmad.backends.scripted import ScriptedBackend
 from lmad.disagreement_labels import (AGREEMENT, CHANGED, MOVES, PUSHBACK_SCHEMA, SELF_REPORT_SCHEMA, STANCE,
                                       SELF_REPORT_STEP, parse_pushback, parse_self_report)
-from lmad.disagreement.pushback import (build_battery, parent_text, pushback_request, replies_with_parents,
+from lmad.studies.disagreement.pushback import (build_battery, parent_text, pushback_request, replies_with_parents,
                                         validate)
-from lmad.disagreement.tables import disagreement_markdown, disagreement_rows
+from lmad.studies.disagreement.tables import disagreement_markdown, disagreement_rows
 from lmad.prompts import load_prompt
 from lmad.protocols.debate import debate_prediction_rows, resolve_setting, run_round
 from lmad.protocols.debate.decisions import JUDGE_SCHEMA, MODERATOR_SCHEMA
@@ -219,7 +219,7 @@ def test_battery_is_balanced_and_the_floor_is_two_sided():
 
 
 def test_lmad_local_turns_rebuild_the_requests_the_local_debate_sent():
-    from lmad.disagreement.local import local_turns
+    from lmad.studies.disagreement.local import local_turns
     from lmad.protocols.localized_debate.local_debate import run_debate
 
     items = [{"qid": q["qid"], "question": q, "committed": ["Alpha is a city."] if i else [],
@@ -345,7 +345,7 @@ def test_layers_through_snakemake(workdir):
 
 @given(st.text(max_size=200))
 def test_rubric_parser_never_raises(reply):
-    from lmad.process import parse_rubric
+    from lmad.studies.process.metrics import parse_rubric
 
     label, error = parse_rubric(reply)
     assert (label is None) == bool(error)
@@ -353,7 +353,7 @@ def test_rubric_parser_never_raises(reply):
 
 @given(st.integers(-3, 13), st.integers(1, 10), st.integers(1, 10), st.booleans())
 def test_rubric_parser_is_strict(rp, ei, nc, as_bool):
-    from lmad.process import parse_rubric
+    from lmad.studies.process.metrics import parse_rubric
 
     label, _ = parse_rubric(json.dumps({"rp": rp, "ei": ei, "nc": True if as_bool else nc}))
     assert (label is not None) == (1 <= rp <= 10 and not as_bool)
@@ -362,7 +362,7 @@ def test_rubric_parser_is_strict(rp, ei, nc, as_bool):
 
 @given(st.lists(st.integers(1, 10), max_size=20))
 def test_rubric_means_stay_on_the_scale(scores):
-    from lmad.process import mean_ci, rubric_summary
+    from lmad.studies.process.metrics import mean_ci, rubric_summary
 
     m, lo, hi = mean_ci([float(s) for s in scores])
     if not scores:
@@ -377,7 +377,7 @@ def test_rubric_means_stay_on_the_scale(scores):
 
 
 def test_rubric_judge_is_blind_to_tone_and_identity():
-    from lmad.process import RUBRIC_SCHEMA, rubric_request
+    from lmad.studies.process.metrics import RUBRIC_SCHEMA, rubric_request
 
     _, _, results = run("mad@hostile", tone=TONE, self_report=PROMPTS["self_report"])
     samples = [r for res in results for r in res.samples]
@@ -392,7 +392,7 @@ def test_rubric_judge_is_blind_to_tone_and_identity():
 
 
 def _rubric_items():
-    from lmad.process import build_rubric_battery
+    from lmad.studies.process.metrics import build_rubric_battery
 
     qs = [q | {"qid": f"q{i}", "answer": ans, "dataset": d, "supporting_facts": [{"title": "Beta", "sent_id": 0,
                                                                                    "paragraph": 1}]}
@@ -402,7 +402,7 @@ def _rubric_items():
 
 
 def test_rubric_battery_is_balanced_and_the_floor_is_two_sided():
-    from lmad.process import DIMENSIONS, HIGH_MIN, validate_rubric
+    from lmad.studies.process.metrics import DIMENSIONS, HIGH_MIN, validate_rubric
 
     items = _rubric_items()
     assert Counter((it.dimension, it.kind) for it in items) == {(d, k): 3 for d in DIMENSIONS for k in ("high", "low")}
@@ -430,7 +430,7 @@ def test_rubric_battery_is_balanced_and_the_floor_is_two_sided():
 
 @pytest.mark.parametrize("passed", [True, False, None])
 def test_process_table_shows_the_rubric_means_only_when_its_judge_passed(tmp_path, monkeypatch, passed):
-    import lmad.stages.process as stage
+    import lmad.studies.process.stages as stage
     from lmad.schemas import write_table
 
     monkeypatch.chdir(tmp_path)
@@ -469,7 +469,7 @@ def test_transitions_of_lmad_iterations(tmp_path):
     from lmad import layout
     from lmad.answers import Gold
     from lmad.schemas import write_table
-    from lmad.stages.process import _transitions
+    from lmad.studies.process.stages import _transitions
 
     def table(k, answers):
         path = tmp_path / layout.lmad_table("b", "hotpotqa", "lmad@hostile", k, "generate")
@@ -492,14 +492,14 @@ def test_transitions_of_lmad_iterations(tmp_path):
 
 def jury_rows(juror, pick, kinds=("pair",) * 4 + ("battery",) * 4):
     """Rows of one juror that answers ``pick(kind, order)`` (a choice) for each item and order."""
-    from lmad.jury import winner
+    from lmad.studies.jury.verdicts import winner
 
     return [{"kind": kind, "judge_model": juror, "dataset": "d", "qid": f"q{i}", "order": order,
              "winner": winner(pick(kind, order), order)} for i, kind in enumerate(kinds) for order in (0, 1)]
 
 
 def test_swap_check_and_majority():
-    from lmad.jury import jury_verdict, summarize, swap_checked
+    from lmad.studies.jury.verdicts import jury_verdict, summarize, swap_checked
 
     assert swap_checked("a", "a") == ("a", True) and swap_checked("a", "b") == ("tie", False)
     assert swap_checked("", "") == ("tie", False) and swap_checked("tie", "tie") == ("tie", True)
@@ -525,7 +525,7 @@ def test_swap_check_and_majority():
                           st.sampled_from(["1", "2", "tie", ""])), min_size=1, max_size=10),
        st.integers(1, 3))
 def test_jury_counts_add_up(items, jurors):
-    from lmad.jury import summarize, winner
+    from lmad.studies.jury.verdicts import summarize, winner
 
     rows = [{"kind": kind, "judge_model": f"j{j}", "dataset": "d", "qid": f"q{i}", "order": order,
              "winner": winner(choice, order)}
@@ -541,7 +541,7 @@ def test_jury_counts_add_up(items, jurors):
 
 @given(st.text(max_size=50))
 def test_choice_parser_never_raises(reply):
-    from lmad.jury import CHOICES, parse_choice
+    from lmad.studies.jury.verdicts import CHOICES, parse_choice
 
     assert parse_choice(reply) in (*CHOICES, "")
 
@@ -568,7 +568,7 @@ def test_persistence_reasks_delete_or_keep_the_tone_in_the_same_batch():
 
 
 def test_persistence_table_and_sign_test():
-    from lmad.disagreement.tables import persistence, sign_test
+    from lmad.studies.disagreement.tables import persistence, sign_test
 
     none, full = {"agreement": "none", "changed_mind": "no"}, {"agreement": "full", "changed_mind": "no"}
     keys = [("d", f"q{i}", 0, a) for i in range(5) for a in range(2)]
@@ -584,7 +584,7 @@ def test_lmad_persistence_reasks_pair_each_sampled_turn_in_one_batch(tmp_path, m
     """Layer C on LMAD's local debate (stages.disagreement.lmad_self_report): a sampled turn of a
     toned method is re-asked twice beside its self-report, in the one batch, once without the
     tone and once with it, each after the turn's own reply; a neutral method is never re-asked."""
-    import lmad.stages.disagreement as stage
+    import lmad.studies.disagreement.stages as stage
     from lmad.disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED
     from lmad.protocols.localized_debate.local_debate import run_debate
     from lmad.schemas import write_table

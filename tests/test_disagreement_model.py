@@ -13,9 +13,9 @@ import pytest
 from conftest import REPO
 from lmad.backends.transformers_backend import TransformersBackend
 from lmad.disagreement_labels import SELF_REPORT_STEP, parse_pushback
-from lmad.disagreement.probe import LETTERS, read
-from lmad.disagreement.probe import cells as probe_cells
-from lmad.disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate
+from lmad.studies.disagreement.probe import LETTERS, read
+from lmad.studies.disagreement.probe import cells as probe_cells
+from lmad.studies.disagreement.pushback import build_battery, pushback_request, replies_with_parents, validate
 from lmad.prompts import load_prompt
 from lmad.protocols.debate import run_round
 from lmad.registry import method

@@ -39,9 +39,11 @@ def test_the_pipeline_env_takes_the_cpu_torch():
 def test_every_rule_names_an_env_that_exists():
     import re
 
-    for smk in (REPO / "rules").glob("*.smk"):
+    from lmad import studies
+
+    for smk in [*(REPO / "rules").glob("*.smk"), *(Path(studies.rules_file(n)) for n in studies.STUDIES)]:
         for env in re.findall(r'conda:\s*\n?\s*"([^"]+)"', smk.read_text()):
-            assert (REPO / "rules" / env).resolve().is_file() or (REPO / env).is_file(), (smk.name, env)
+            assert (smk.parent / env).resolve().is_file() or (REPO / env).is_file(), (smk, env)
 
 
 def requirements(lines: list[str]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Finalizers (lmad.finalizers, lmad.stages.finalizers) with the scripted test double: the
+"""Finalizers (lmad.studies.finalizers.finalize, lmad.studies.finalizers.stages) with the scripted test double: the
 vote reproduces every method's own tie rule, the judge is called on ties only and picks among
 the tied answers, LVD overturns the majority only with verbatim evidence, no reply can raise,
 and a debate method's own final answer is its last round's vote."""
@@ -9,9 +9,9 @@ from hypothesis import given, strategies as st
 from lmad.answers import Gold, majority_vote
 from lmad.answers.span import normalize_answer
 from lmad.backends.scripted import ScriptedBackend
-from lmad.finalizers import (Ballot, candidates, parse_judge_choice, parse_verification, tied)
+from lmad.studies.finalizers.finalize import (Ballot, candidates, parse_judge_choice, parse_verification, tied)
 from lmad.prompts import load_prompt
-from lmad.stages.finalizers import ballots, finalize_ballots
+from lmad.studies.finalizers.stages import ballots, finalize_ballots
 
 from conftest import REPO
 

@@ -4,9 +4,9 @@ verifier reply parses or its failure is recorded, and nothing raises."""
 import pytest
 
 from lmad.backends import open_backend
-from lmad.finalizers import Ballot
+from lmad.studies.finalizers.finalize import Ballot
 from lmad.prompts import load_prompt
-from lmad.stages.finalizers import finalize_ballots
+from lmad.studies.finalizers.stages import finalize_ballots
 
 from conftest import REPO
 

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lmad.jury import (DIMENSIONS, SUBSCORE_KEYS, SUBSCORE_SCHEMA, build_battery, choice_of_scores,
+from lmad.studies.jury.verdicts import (DIMENSIONS, SUBSCORE_KEYS, SUBSCORE_SCHEMA, build_battery, choice_of_scores,
                        parse_subscores, read_reply, summarize)
-from lmad.jury_battery import TIERS, shortfall
+from lmad.studies.jury.battery import TIERS, shortfall
 from lmad.schemas import read_table, write_table
-from lmad.stages.jury import jury, jury_table
+from lmad.studies.jury.stages import jury, jury_table
 
 OPTIONS = ["w", "x", "y", "z"]
 

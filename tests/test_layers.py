@@ -23,15 +23,19 @@ LAYERS = [
     ("protocols", ["lmad.protocols"]),
     ("registry", ["lmad.registry"]),
     # what the studies compute from saved tables and model calls
-    ("studies", ["lmad.disagreement", "lmad.paper", "lmad.jury", "lmad.jury_battery", "lmad.process", "lmad.finalizers"]),
+    # (a study's library: lmad.studies.<name>.*, by STUDY_MODULES)
+    ("studies", ["lmad.paper"]),
     # the rules' stage functions: read tables, call the layers below, write tables
     ("stages", ["lmad.stages"]),
     # Snakemake's side: the rule bridge, the warm worker, the planning, the config checks and the
     # forecast that reads the plan
     ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan", "lmad.slurm_placement", "lmad.report_check",
-              "lmad.forecast"]),
+              "lmad.forecast", "lmad.studies"]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
+#: the layer of a module of a study's folder (lmad.studies.<name>.<module>), by its module name:
+#: its planning is glue, its stage functions are stages, the rest is its library
+STUDY_MODULES = {"plan": "glue", "stages": "stages"}
 
 
 def modules() -> dict[str, Path]:
@@ -47,6 +51,10 @@ MODULES = modules()
 
 
 def layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[:2] == ["lmad", "studies"] and len(parts) > 2:
+        kind = "stages" if parts[-1].endswith("_stages") else STUDY_MODULES.get(parts[-1] if len(parts) > 3 else "", "studies")
+        return [n for n, _ in LAYERS].index(kind)
     name = module
     while name not in RANK and "." in name:
         name = name.rsplit(".", 1)[0]

@@ -1,4 +1,4 @@
-"""The opinion distribution table (rules/opinion.smk, lmad.stages.opinion) on the demo GlobalOpinionQA
+"""The opinion distribution table (lmad/studies/opinion/rules.smk, lmad.studies.opinion.stages) on the demo GlobalOpinionQA
 file with the scripted backend (tests/opinion_oracle.py): its numbers equal a hand computation with
 scipy's Jensen–Shannon distance, and replies that never name an option give 0 valid questions."""
 import ast
@@ -10,7 +10,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 from conftest import REPO, make_config, scripted_model, snakemake
-from lmad.stages.opinion import final_answers
+from lmad.studies.opinion.stages import final_answers
 
 DEMO = REPO / "data" / "demo" / "globalopinionqa.csv"
 TABLE = "results/oracle/analysis/opinion.parquet"

@@ -41,7 +41,7 @@ def test_lmad_tables_follow_the_units_order():
     job = wildcards(backbone="smollm2-135m", iteration="1")
     units = plan.lmad_units()
     assert units[:3] == [["hotpotqa", "lmad"], ["hotpotqa", "lmad-concrete"], ["hotpotqa", "lmad-always"]]
-    paths = plan.lmad_paths("state", "smollm2-135m", 0, job)
+    paths = plan.lmad_unit_tables("state", "smollm2-135m", 0, job)
     assert [(layout.parse(p).dataset, layout.parse(p).method) for p in paths] == [tuple(u) for u in units]
     assert plan.lmad_state(job) == {"state": paths} and plan.lmad_state(wildcards(backbone="b", iteration="0")) == {}
 

@@ -1,4 +1,4 @@
-"""Layer D (lmad.disagreement.probe): renormalization and the degenerate guard on hand-built
+"""Layer D (lmad.studies.disagreement.probe): renormalization and the degenerate guard on hand-built
 distributions, the paired TREAT−CONTROL contrast, length-matched filler in the same frame,
 a backend without log-probabilities reported as not measured, and the rules end to end with
 the test double."""
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from conftest import make_config, snakemake, write_config
 from lmad.backends.base import Backend
 from lmad.backends.scripted import ScriptedBackend
-from lmad.disagreement.probe import CONDITIONS, LETTERS, cells, paired, probe_request, read
+from lmad.studies.disagreement.probe import CONDITIONS, LETTERS, cells, paired, probe_request, read
 from lmad.schemas import read_table
 
 Q = {"qid": "q1", "question": "Which city is the capital?", "answer_type": "span"}

@@ -13,8 +13,8 @@ import pytest
 from conftest import REPO
 from lmad.backends.scripted import ScriptedBackend
 from lmad.data import load_jsonl
-from lmad.finalizers import judge_request, verify_request
-from lmad.jury import jury_request
+from lmad.studies.finalizers.finalize import judge_request, verify_request
+from lmad.studies.jury.verdicts import jury_request
 from lmad.prompts import load_prompt, question_fields
 from lmad.protocols.debate import PROTOCOLS, protocol, resolve_setting, run_round
 from lmad.protocols.debate.spec import MANNERS

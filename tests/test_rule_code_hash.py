@@ -4,26 +4,28 @@ code that makes its artifact (lmad.smk.code_hash: the stage's module and every l
 imports), so editing that code reruns the rule (params are a rerun trigger; the script never changes)."""
 import importlib
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from conftest import REPO
+from lmad import studies
 
 STAGE = re.compile(r'^\s*\*\*stage\("([\w.]+:\w+)"\),$', re.M)
 SCRIPT = REPO / "workflow" / "scripts" / "stage.py"
 
 
 def _rules():
-    """(file, rule name, body text) of every rule in rules/*.smk."""
-    for path in sorted((REPO / "rules").glob("*.smk")):
+    """(file, rule name, body text) of every rule in rules/*.smk and the studies' rules.smk."""
+    for path in sorted((REPO / "rules").glob("*.smk")) + [Path(studies.rules_file(n)) for n in studies.STUDIES]:
         current = None
         for line in path.read_text().splitlines():
             start = re.match(r"^(\s*)(?:rule|checkpoint) (\w+):", line)
             if start:
                 if current:
                     yield current
-                current = [path.name, start.group(2), len(start.group(1)), []]
+                current = [path, start.group(2), len(start.group(1)), []]
             elif current is not None:
                 if line.strip() and len(line) - len(line.lstrip()) <= current[2]:
                     yield current
@@ -48,7 +50,7 @@ def stages() -> dict[str, str]:
             continue
         named = STAGE.findall(text)
         assert len(named) == 1 and "code_hash(" not in text, f"{file}:{name}: name its stage once, **stage(...)"
-        script = (REPO / "rules" / text.split("script:")[-1].strip().strip('"')).resolve()
+        script = (file.parent / text.split("script:")[-1].strip().strip('"')).resolve()
         assert script == SCRIPT.resolve(), f"{file}:{name}: runs {script}, not {SCRIPT}"
         out[name] = named[0]
     return out
@@ -63,7 +65,7 @@ def test_every_rule_names_one_stage_and_runs_the_one_script():
 @pytest.mark.parametrize("rule", sorted(stages()))
 def test_each_named_stage_is_a_function_of_the_stages(rule):
     module, _, function = stages()[rule].partition(":")
-    assert module.startswith("lmad.stages.") and callable(getattr(importlib.import_module(module), function))
+    assert module.startswith(("lmad.stages.", "lmad.studies.")) and callable(getattr(importlib.import_module(module), function))
 
 
 def test_a_stage_name_brings_its_code_hash_and_reaches_no_stage_function(tmp_path):

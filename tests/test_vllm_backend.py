@@ -150,7 +150,7 @@ def test_next_token_logprobs_exact_both_ways(backend, monkeypatch):
     """Layer D on vLLM: the one-request read (``logprob_token_ids``) and the older vLLM's
     one-prompt-scoring-request-per-option read give the same exact log-probabilities, in
     option order, for a batch; a letter outside any top-k still gets its value."""
-    from lmad.disagreement.probe import LETTERS, probe_request
+    from lmad.studies.disagreement.probe import LETTERS, probe_request
 
     reqs = [probe_request("What is the capital of France?", "Paris", None),
             probe_request("What is the capital of France?", "Berlin", "Another participant wrote: it is Paris.")]

@@ -2,7 +2,7 @@
 
 ``make_backend`` builds one by lookup, and every list that used to name backends is read from
 here: the call-cache chunk size (``open_backend``), which jobs load a model in their own process
-(``lmad.worker``), which backends give next-token log-probabilities (``lmad.disagreement.probe``,
+(``lmad.worker``), which backends give next-token log-probabilities (``lmad.studies.disagreement.probe``,
 the config check of layer D), which run on GPUs (``lmad.job_resources``), which load perturbed
 weights (rules/societies.smk), the dtype each loads with (``identity``), the test double that a
 user config cannot name (``lmad.config_checks``). The config schema's backend enum, dtype enums

@@ -2,6 +2,7 @@
 before any job, so a mistake fails at once and names its key."""
 from __future__ import annotations
 
+from . import studies
 from .backend_registry import backend
 from .committees import is_committee
 from .data.loaders import dataset_type
@@ -67,27 +68,10 @@ def check_config(config: dict, allow_test_double: bool) -> None:
             raise ValueError(f"config backbone_n.{name}: not one of the backbones {config['backbones']}")
     for name, spec in config["datasets"].items():
         dataset_type(name, spec)
-    jury = config.get("jury") or {}
-    if jury.get("pair") and (len(jury["pair"]) != 2 or any(m not in config["methods"] for m in jury["pair"])):
-        raise ValueError(f"config jury.pair: two methods of the run's methods {config['methods']}, got {jury['pair']}")
-    for name in jury.get("judges") or []:
-        if name not in config["models"]:
-            raise ValueError(f"config jury.judges: model {name!r} is not defined under 'models'")
-    battery = jury.get("battery") or {}
-    if battery.get("pass_tier") and battery.get("tiers"):
-        from .jury import required_tiers
-
-        missing = [t for t in required_tiers(battery["pass_tier"]) if t not in battery["tiers"]]
-        if missing:
-            raise ValueError(f"config jury.battery: pass_tier {battery['pass_tier']!r} needs the tiers {missing} "
-                             f"in battery.tiers {battery['tiers']}: their sensitivity decides whether the jury passes")
-    if (config.get("disagreement") or {}).get("probe"):
-        from .disagreement.probe import unprobeable
-
-        for name in config["backbones"]:
-            why = unprobeable(name, config["models"][name])
-            if why:
-                raise ValueError(f"config disagreement.probe: {why}")
+    for name in studies.STUDIES:  # each study checks its own section (lmad.studies)
+        check = getattr(studies.planning(name), "check_config", None)
+        if check:
+            check(config)
     for name in config["methods"]:
         if method(name).family == "debate":
             setting_of(name, config)  # a bad per-method setting (or a society while societies are off) fails here

@@ -1,6 +1,6 @@
 """The labels of the disagreement layers and their strict parsers: below the protocols (the debate
 engine asks layer A in its rounds), shared by the engine, the judge stages, the tables and the
-viewer; the rest of the layers is ``lmad.disagreement``.
+viewer; the rest of the layers is ``lmad.studies.disagreement``.
 
 Layer A (self-report): after each debate turn the debater, in the same conversation (its
 turn's prompt, tone instruction included, and its own reply), is asked for

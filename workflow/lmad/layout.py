@@ -117,7 +117,7 @@ def debate_round(backbone: str, dataset: str, method: str, round_index, part: st
 
 
 def finalized(backbone: str, dataset: str) -> str:
-    """Every finalizer applied to every saved round of every method (rules/finalizers.smk)."""
+    """Every finalizer applied to every saved round of every method (lmad/studies/finalizers/rules.smk)."""
     return per_question(backbone, dataset, "finalizers")
 
 
@@ -131,7 +131,7 @@ def analysis(backbone: str, name: str) -> str:
 
 
 def disagreement(backbone: str, name: str) -> str:
-    """A backbone's disagreement-layer tables (layer B labels; lmad.disagreement)."""
+    """A backbone's disagreement-layer tables (layer B labels; lmad.studies.disagreement)."""
     return f"{ROOT}/{backbone}/disagreement/{name}"
 
 

@@ -192,7 +192,7 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("qid", _str), ("round", _int), ("active", _bool), ("stop_reason", _str), ("stop_round", _int),
         ("prediction", _str), ("prediction_norm", _str),
     ]), ["qid"]),
-    # ---- finalizers (lmad.finalizers): one method's agents' answers after one round, read out by one
+    # ---- finalizers (lmad.studies.finalizers.finalize): one method's agents' answers after one round, read out by one
     # finalizer (round-level controls). answers_round: the round the answers come from (a question that
     # stopped earlier keeps its stop round's); candidates / counts: distinct non-empty answers in vote order;
     # evidence / scores / details: lvd's per candidate; replies: the finalizer's own calls (judge or verifier)
@@ -236,7 +236,7 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("member_acc", _f64), ("ac_coverage", _int), ("sc_coverage", _int), ("calls_per_q", _f64),
         ("completion_tokens_per_q", _f64),
     ]), ["construction_size", "benchmark", "selector", "split"]),
-    # ---- disagreement layers (lmad.disagreement; docs/studies.md "Disagreement layers") ----
+    # ---- disagreement layers (lmad.studies.disagreement; docs/studies.md "Disagreement layers") ----
     # layer B's authored battery item judged: kind rebuttal | endorsement, expected stance, the judge's
     # parsed stance / move ("" when the reply did not parse; parse_error says why)
     "pushback_battery": (pl.Schema([
@@ -257,13 +257,14 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("parent", _str), ("reply", _str), ("judge_model", _str), ("stance", _str), ("move", _str), ("raw", _str),
         ("parse_error", _str), *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
-    # the process metrics' rubric scores (1-10, null when the reply did not parse) of one debate reply (lmad.process)
+    # the process metrics' rubric scores (1-10, null when the reply did not parse) of one debate reply
+    # (lmad.studies.process.metrics)
     "process_scores": (pl.Schema([
         ("dataset", _str), ("method", _str), ("qid", _str), ("iteration", _int), ("round", _int), ("agent", _int),
         ("judge_model", _str), ("rp", _int), ("ei", _int), ("nc", _int), ("raw", _str), ("parse_error", _str),
         *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent"]),
-    # one authored reply of the rubric's known-answer battery (lmad.process.build_rubric_battery): written to
+    # one authored reply of the rubric's known-answer battery (lmad.studies.process.metrics.build_rubric_battery): written to
     # score high or low on one dimension, and the judge's scores of it (null when the reply did not parse)
     "rubric_battery": (pl.Schema([
         ("dataset", _str), ("qid", _str), ("dimension", _str), ("kind", _str), ("parent", _str), ("own", _str),
@@ -276,8 +277,9 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("rp_low", _f64), ("ei_high", _f64), ("ei_low", _f64), ("nc_high", _f64), ("nc_low", _f64),
         ("passed", _bool), ("reason", _str),
     ]), ["judge_model"]),
-    # one juror's reply on one ordering of one pair (lmad.jury): kind pair (methods A vs B) | battery (a known-better
-    # text as A vs its degradation as B, tier severe | moderate | subtle; "" on a pair); order 0 shows A first;
+    # one juror's reply on one ordering of one pair (lmad.studies.jury.verdicts): kind pair (methods A vs B) |
+    # battery (a known-better text as A vs its degradation as B, tier severe | moderate | subtle; "" on a pair);
+    # order 0 shows A first;
     # choice 1 | 2 | tie | "" (unparsable; in the sub-score mode derived from the sums); winner a | b | tie | "";
     # a_scores / b_scores: the sub-scores (coverage, steelmanning, commitment, soundness) of A and B, null in the
     # choice mode and on a fallback; parse_error: why the reply was a fallback ("" when parsed)
@@ -286,7 +288,7 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("a", _str), ("b", _str), ("raw", _str), ("choice", _str), ("winner", _str), ("a_scores", pl.List(_int)),
         ("b_scores", pl.List(_int)), ("parse_error", _str), *_CALL,
     ]), ["kind", "dataset", "qid", "tier", "order"]),
-    # layer D (lmad.disagreement.probe): one read of one probe cell (a debater's round-0 answer vs the first
+    # layer D (lmad.studies.disagreement.probe): one read of one probe cell (a debater's round-0 answer vs the first
     # peer answering otherwise) in one condition (prior | treat | control): the seven letters' log-probabilities
     # (null when not measured: ``error`` says why), their mass, the renormalized distribution, E and |E - 4|
     "probe_reads": (pl.Schema([
@@ -303,7 +305,7 @@ TABLES: dict[str, tuple[pl.Schema, list[str]]] = {
         ("step", _str), ("temperature", _f64), ("seed", _int), ("response", _str), ("parsed", _str),
         ("parse_error", _str), *_CALL,
     ]), ["dataset", "method", "qid", "iteration", "round", "agent", "step"]),
-    # ---- opinion questions (lmad.stages.opinion): no gold, so no accuracy ----
+    # ---- opinion questions (lmad.studies.opinion.stages): no gold, so no accuracy ----
     # one method's answers on one opinion dataset vs every surveyed country's answers: source agents (its
     # final round's agents / samples) | prediction; similarity = mean 1 − Jensen–Shannon distance (base 2)
     # over every (valid question, country) pair; best / worst: by each country's mean over its questions

@@ -119,14 +119,15 @@ def _recv_exact(conn: socket.socket, size: int) -> bytes:
 # ---- the server ---------------------------------------------------------------------------
 
 def preload() -> None:
-    """Import polars, every stage module (none imports pyarrow, plotting or a model runtime at
+    """Import polars, every stage module, the studies' too (none imports pyarrow, plotting or a model runtime at
     import: tests/test_job_imports.py) and pyplot on Agg, which the figure stages import."""
     import polars  # noqa: F401
 
     import lmad.stages
+    from lmad.studies import stage_modules
 
-    for info in pkgutil.iter_modules(lmad.stages.__path__):
-        importlib.import_module(f"lmad.stages.{info.name}")
+    for name in [f"lmad.stages.{info.name}" for info in pkgutil.iter_modules(lmad.stages.__path__)] + stage_modules():
+        importlib.import_module(name)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -68,7 +68,7 @@ def turn_labels(steps: list[str] = (), lmad_reports: list[str] = (), labels: lis
     the disagreement table. ``steps``: debate rounds' ``debate_steps``; ``lmad_reports``:
     ``lmad_self_reports``; ``labels``: ``pushback_labels``; ``validation``: its validation."""
     from ..disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP
-    from ..disagreement.pushback import validation_line
+    from ..studies.disagreement.pushback import validation_line
 
     field = {SELF_REPORT_STEP: "A", PERSIST_REMOVED: "C removed", PERSIST_KEPT: "C kept"}
     out: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))

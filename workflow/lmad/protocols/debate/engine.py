@@ -356,7 +356,7 @@ def self_reports(rnd: _Round, prompt: Prompt, persistence: float = 0.0) -> None:
     Layer C (``persistence`` > 0, a toned round only): a seeded share of the turns is re-asked
     twice in the same batch, with new seeds: once with the tone instruction deleted from the
     turn's prompt (``persist_removed``) and once, as the noise floor, with it kept
-    (``persist_kept``); lmad.disagreement.tables compares each re-ask's label with the original."""
+    (``persist_kept``); lmad.studies.disagreement.tables compares each re-ask's label with the original."""
     chains = [c for c in rnd.answered if c.completions]
     jobs = [(SELF_REPORT_STEP, c, c) for c in chains]
     if persistence > 0 and rnd.tone:
