@@ -29,7 +29,7 @@ LAYERS = [
     # Snakemake's side: the rule bridge, the warm worker, the planning, the config checks and the
     # forecast that reads the plan
     ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan", "lmad.slurm_placement", "lmad.report_check",
-              "lmad.forecast"]),
+              "lmad.forecast", "lmad.forecast_calls", "lmad.forecast_inputs"]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 
