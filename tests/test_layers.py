@@ -13,7 +13,7 @@ PACKAGE = REPO / "workflow" / "lmad"
 LAYERS = [
     # tables, paths, files, answers, numbers, figures, processes: no model, no method
     ("core", ["lmad", "lmad.schemas", "lmad.layout", "lmad.atomic", "lmad.data", "lmad.answers",
-              "lmad.model_json", "lmad.cost", "lmad.number_format", "lmad.stats", "lmad.plotting", "lmad.headline",
+              "lmad.model_json", "lmad.call_accounting", "lmad.number_format", "lmad.stats", "lmad.plotting", "lmad.headline",
               "lmad.judge_battery", "lmad.tones", "lmad.job", "lmad.job_resources", "lmad.liveness", "lmad.runlock",
               "lmad.run_end", "lmad.backend_registry"]),
     # the model seam: every backend, the call cache, served vLLM, batching by backend

@@ -39,7 +39,7 @@ from ..backends import Backend, open_backend
 from ..backends.batch import by_backend, run_batch
 from ..prompts import load_prompt
 from ..committees import crew, role_spec
-from ..cost import call_columns
+from ..call_accounting import call_columns
 from ..protocols.debate.engine import Member
 from ..protocols.localized_debate import controller, nodes as node_lib
 from ..protocols.localized_debate.commit_guard import commit_guard
