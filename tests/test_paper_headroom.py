@@ -92,7 +92,7 @@ def test_typed_questions_count_equivalent_answers_right_and_together():
     assert question_flags(["(B)", "C", "B"], "(B)", b)["vote"] and question_flags(["C", "C", "(B)"], "B", b)["recovered"]
     a = Gold(("A",), "choice")
     assert question_flags(["(A)", "A", "C"], "A", a)["vote"]
-    # as spans "(A)" and "A" are no longer erased to "" (which left "C" the vote): they outvote "C"
+    # as spans "(A)" and "A" are not erased to "" (which would leave "C" the vote): they outvote "C"
     assert question_flags(["(A)", "A", "C"], "A", Gold(("A",), "span"))["vote"]
 
 
