@@ -96,8 +96,8 @@ def test_the_schema_agrees_with_the_registry():
     assert not problems, "the config schema and lmad/backend_registry.py disagree:\n" + "\n".join(problems)
 
 
-def test_the_lists_are_what_they_were():
-    """What the registry derives: the lists each module used to keep itself."""
+def test_the_derived_lists():
+    """What the registry derives: the backend lists each module reads from it."""
     assert list(BACKENDS) == ["transformers", "vllm", "openai", "scripted"]
     assert registry.names(in_process=True) == ("transformers", "vllm")  # lmad.worker
     assert registry.names(logprobs=True) == ("transformers", "vllm", "scripted")  # layer D's probe

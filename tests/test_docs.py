@@ -1,5 +1,6 @@
 """Docs that cannot rot: every cited heading and every relative link exists, the README stays a
-front door, the layout table lists every rule file, config/README.md lists every config key.
+front door, the layout table lists every rule file, config/README.md lists every config key, and no
+file of the tree names an issue number or who measured something when.
 
 A citation is a document's name followed by a quoted heading, anywhere in the repository: the
 README, a page under docs/ or config/README.md, then the heading in double quotes (a comment may
@@ -24,7 +25,7 @@ LAYOUT = DOCS / "layout.md"
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
 
 # files that may cite a heading, by suffix or name; folders never searched (outputs, caches, envs)
-CITING_SUFFIXES = {".py", ".smk", ".yaml", ".yml", ".md", ".txt", ".sh", ".toml"}
+CITING_SUFFIXES = {".py", ".smk", ".yaml", ".yml", ".md", ".txt", ".sh", ".toml", ".rst"}
 CITING_NAMES = {"Snakefile"}
 SKIP_DIRS = {".git", "results", "cache", "logs", "resources", ".snakemake", ".lmad", "__pycache__",
              ".pytest_cache", ".hypothesis", ".ruff_cache", "node_modules"}
@@ -211,15 +212,48 @@ def test_readme_example_config_is_valid():
     assert all((REPO / f).is_file() for f in files), files
 
 
-ISSUE = re.compile(r"\bissues? ?#?\d+\b", re.IGNORECASE)
+# "issue 41", "Issue #42", "issue no. 3", "PR 7", "pull request #9"; or a bare "#42" standing as a
+# reference ("see #42", "(#42)", "#42:") — not a colour ("#444", "color: #555;", "solid #999}"), an
+# HTML entity ("&#39;"), a heading ("## 2"), a link anchor ("(#section-2)") or a regex (r"#\d+")
+ISSUE = re.compile(r"\b(?:issues?|pull[ \t]+requests?|PRs?)[ \t-]*(?:no\.?[ \t]*)?#?\d+\b"
+                   r"|(?<![\w&#/:'\"\\$-])#\d+\b(?![\w'\"{};-])", re.IGNORECASE)
+# who ran or measured something when: "this session", "an earlier session's run", "the last session"
+SESSION = re.compile(r"\b(?:this|last|earlier|an[ \t]+earlier|previous|another|the[ \t]+last|that|a[ \t]+later)"
+                     r"[ \t]+session(?:'s)?\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("line, issue", [
+    ("# issue 41: the cache", True), ("see Issue #42", True), ("issues 41 and 42", True), ("issue no. 3", True),
+    ("(PR #12)", True), ("pull request 9", True), ("fixes #7.", True), ("#42: the split", True), ("[#42]", True),
+    ('"color": "#444"', False), ("color: #555;", False), ("border:1px solid #999}", False), ("&#39;", False),
+    ("## 2. Steps", False), ("[a](#section-2)", False), ('re.compile(r"#\\d+")', False), ("x = 1  # 1-based", False),
+    ("fill: #1f2937", False), ("agent 2 of 3 issued", False),
+])
+def test_issue_pattern(line, issue):
+    assert bool(ISSUE.search(line)) == issue, line
+
+
+def tree_lines():
+    """(file, line number, line) of every file the citation search reads (code, tests, configs,
+    docs, rule files, profiles, CI), this file aside: its examples are the patterns' own."""
+    for path in citing_files():
+        if path == Path(__file__).resolve():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            yield path.relative_to(REPO), number, line
 
 
 def test_no_issue_numbers_in_the_tree():
     """Code, tests, configs and docs name features by what they are; which issue asked for one is git's."""
-    roots = [REPO / d for d in ("workflow", "tests", "docs", "config", "rules", "benchmarks")]
-    files = [REPO / "README.md", REPO / "Snakefile", *(p for r in roots for p in r.rglob("*")
-                                                      if p.suffix in (".py", ".md", ".smk", ".yaml", ".txt", ".rst"))]
-    hits = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for p in files if p.is_file() and p != Path(__file__)
-            for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
-            if ISSUE.search(line)]
+    hits = [f"{p}:{i}: {line.strip()}" for p, i, line in tree_lines() if ISSUE.search(line)]
     assert not hits, "issue numbers (history lives in git):\n" + "\n".join(hits)
+
+
+def test_no_session_narrative_in_the_tree():
+    """A measured figure keeps its command and the commit it was measured at, not who ran it when."""
+    hits = [f"{p}:{i}: {line.strip()}" for p, i, line in tree_lines() if SESSION.search(line)]
+    assert not hits, "who/when narrative (history lives in git):\n" + "\n".join(hits)

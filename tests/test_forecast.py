@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import make_config, snakemake, write_config
-from lmad.forecast import forecast, load_config, main
+from lmad.forecast import load_config, main
+from lmad.forecast_calls import forecast
 
 
 def planned(workdir: Path):

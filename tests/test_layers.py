@@ -13,7 +13,7 @@ PACKAGE = REPO / "workflow" / "lmad"
 LAYERS = [
     # tables, paths, files, answers, numbers, figures, processes: no model, no method
     ("core", ["lmad", "lmad.schemas", "lmad.layout", "lmad.atomic", "lmad.data", "lmad.answers",
-              "lmad.model_json", "lmad.cost", "lmad.number_format", "lmad.stats", "lmad.plotting", "lmad.headline",
+              "lmad.model_json", "lmad.call_accounting", "lmad.number_format", "lmad.stats", "lmad.plotting", "lmad.headline",
               "lmad.judge_battery", "lmad.tones", "lmad.job", "lmad.job_resources", "lmad.liveness", "lmad.runlock",
               "lmad.run_end", "lmad.backend_registry"]),
     # the model seam: every backend, the call cache, served vLLM, batching by backend
@@ -30,7 +30,7 @@ LAYERS = [
     # Snakemake's side: the rule bridge, the warm worker, the planning, the config checks and the
     # forecast that reads the plan
     ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan", "lmad.slurm_placement", "lmad.report_check",
-              "lmad.forecast", "lmad.studies"]),
+              "lmad.forecast", "lmad.forecast_calls", "lmad.forecast_inputs", "lmad.studies"]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 #: the layer of a module of a study's folder (lmad.studies.<name>.<module>), by its module name:

@@ -168,7 +168,7 @@ def test_a_stop_is_keyed_by_the_questions_reading():
     assert (reason, new["prediction"], new["prediction_norm"]) == ("guard_rejected", "B", "B")
     new, _ = controller.transition(STATE, ["B", "B", "C"], REJECT, ["x"], 1, 3, SPAN)
     assert new["prediction_norm"] == "b"  # a span question's key: the official normalization
-    # "(B)" and "B" agree as option letters; as spans they agree too, "A" no longer erased to ""
+    # "(B)" and "B" agree as option letters; as spans they agree too, "A" not erased to ""
     assert not controller.needs_repair(["(B)", "B", "b"], choice)
     assert not controller.needs_repair(["A", "(A)", "a."], SPAN) and controller.needs_repair(["A", "", "A"], SPAN)
 

@@ -484,7 +484,8 @@ def test_truncated_resolver_reply_is_its_own_stop_reason(tmp_path, monkeypatch):
     assert run.calls("relation") == []  # a cut-off reply is not judged
     log = run.trace("lmad")[0]["call_log"]
     assert [c["finish_reason"] for c in log if c["role"] == "resolver"] == ["length"]
-    from lmad.stages.paper import gate_activated, load
+    from lmad.paper.guard_rejections import gate_activated
+    from lmad.stages.paper import load
     assert gate_activated(load("lmad_trace", [str(run.dir / "lmad" / "trace.parquet")])).is_empty()  # not in Table 2's subset
 
 

@@ -33,7 +33,7 @@ def run(workdir, *args, check=True):
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("edges")
-    # n = 4: CoT's 4 of 4 is the cell whose Wilson bound used to make a negative error bar
+    # n = 4: CoT's 4 of 4 is a cell whose Wilson bound must not make a negative error bar
     config = make_config(workdir, n=4, models={"oracle": {**scripted_model(), "responder": "oracle:respond"}},
                          backbones=["oracle"], methods=METHODS, lmad={"iterations": 1, "local_rounds": 1},
                          debate={"rounds": 1}, paper={"bootstrap_resamples": 200, "trace_questions": 1})

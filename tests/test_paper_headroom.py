@@ -63,18 +63,18 @@ def test_headroom_of_a_debate_method_reads_its_own_round_0(tmp_path):
 
 
 def test_rejected_repair_contains_gold_by_whole_words():
-    from lmad.stages.paper import _contains_gold
+    from lmad.paper.guard_rejections import contains_gold
 
     def span(*golds):
         return Gold(golds, "span")
 
-    assert _contains_gold(["Sir Arthur Gore, 2nd Baronet is the grandfather."], span("Sir Arthur Gore, 2nd Baronet"))
-    assert _contains_gold(["It was formed in Fujioka, Gunma."], span("Gunma Prefecture", "Fujioka, Gunma"))  # alias
-    assert not _contains_gold(["Parisian cafés"], span("Paris"))  # whole words only
-    assert not _contains_gold(["No, they are not."], span("no"))  # yes/no golds say nothing here
-    assert not _contains_gold(["No, they are not."], Gold(("no",), "yes_no"))
-    assert not _contains_gold([], span("Paris"))
-    assert not _contains_gold(["Paris"], None)  # a question without a gold row
+    assert contains_gold(["Sir Arthur Gore, 2nd Baronet is the grandfather."], span("Sir Arthur Gore, 2nd Baronet"))
+    assert contains_gold(["It was formed in Fujioka, Gunma."], span("Gunma Prefecture", "Fujioka, Gunma"))  # alias
+    assert not contains_gold(["Parisian cafés"], span("Paris"))  # whole words only
+    assert not contains_gold(["No, they are not."], span("no"))  # yes/no golds say nothing here
+    assert not contains_gold(["No, they are not."], Gold(("no",), "yes_no"))
+    assert not contains_gold([], span("Paris"))
+    assert not contains_gold(["Paris"], None)  # a question without a gold row
 
 
 def test_typed_questions_count_equivalent_answers_right_and_together():
@@ -92,7 +92,7 @@ def test_typed_questions_count_equivalent_answers_right_and_together():
     assert question_flags(["(B)", "C", "B"], "(B)", b)["vote"] and question_flags(["C", "C", "(B)"], "B", b)["recovered"]
     a = Gold(("A",), "choice")
     assert question_flags(["(A)", "A", "C"], "A", a)["vote"]
-    # as spans "(A)" and "A" are no longer erased to "" (which left "C" the vote): they outvote "C"
+    # as spans "(A)" and "A" are not erased to "" (which would leave "C" the vote): they outvote "C"
     assert question_flags(["(A)", "A", "C"], "A", Gold(("A",), "span"))["vote"]
 
 

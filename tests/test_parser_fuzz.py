@@ -1,5 +1,5 @@
 """Every parser of model output takes any string without raising, and records why it fell
-back (hypothesis fuzzing plus the replies that used to escape: deep nesting, huge integers)."""
+back (hypothesis fuzzing plus the replies that broke parsers: deep nesting, huge integers)."""
 import json
 
 import pytest

@@ -1,6 +1,6 @@
 """Every backend, registered once with what it can do: the one place that says what a backend is.
 
-``make_backend`` builds one by lookup, and every list that used to name backends is read from
+``make_backend`` builds one by lookup, and every list that names backends is read from
 here: the call-cache chunk size (``open_backend``), which jobs load a model in their own process
 (``lmad.worker``), which backends give next-token log-probabilities (``lmad.studies.disagreement.probe``,
 the config check of layer D), which run on GPUs (``lmad.job_resources``), which load perturbed

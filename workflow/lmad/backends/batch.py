@@ -1,7 +1,7 @@
 """A stage's calls as ``generate`` batches: all of them in one (:func:`run_batch`), or one per
 distinct backend (:func:`by_backend`, :func:`generate_by_backend`: a society's members on
 perturbed weights), results in the order asked. Shared by the debate engine, LMAD and the
-disagreement layers (the cost columns of their rows: ``lmad.cost.call_columns``)."""
+disagreement layers (the cost columns of their rows: ``lmad.call_accounting.call_columns``)."""
 from __future__ import annotations
 
 from collections import defaultdict

@@ -5,6 +5,7 @@
              reproduce through the same code (tests/test_paper_tables.py).
 ``headroom`` the When-Debate-Helps accounting (round-0 vote, proposal hit, recovered / new-correct /
              damage) with its identity asserted on every run.
+``guard_rejections`` Table 2's gate-activated subset and what each commit-guard check rejected.
 ``figures``  matplotlib figures (PNG + PDF).
 ``viewer``   one self-contained HTML trace viewer.
 """

@@ -1,6 +1,6 @@
 """Rule ``costs_by_model``: a backbone's calls and tokens split by the model that made them.
 
-Every call row a method's cost sums (its predictions: lmad.cost) is attributed to a model by
+Every call row a method's cost sums (its predictions: lmad.call_accounting) is attributed to a model by
 its role and agent (lmad.committees.call_model): an agent's calls to its member's model, the
 calls of no agent to the role's. A single model's rows all go to it. The per-model sums of each
 (dataset, method) must equal its predictions' totals — checked, so an attribution that misses
@@ -14,7 +14,7 @@ from collections import defaultdict
 from .. import layout
 from ..atomic import write_text
 from ..committees import call_model
-from ..cost import COST_COLUMNS
+from ..call_accounting import COST_COLUMNS
 from ..disagreement_labels import MEASUREMENT_STEPS
 from ..number_format import markdown
 from ..registry import method as registered_method

@@ -16,7 +16,7 @@ from .. import layout
 from ..atomic import write_text
 from ..answers import get, gold_of, type_of
 from ..backends import ChatRequest, Completion, open_backend
-from ..cost import call_columns
+from ..call_accounting import call_columns
 from ..headline import validation_line
 from ..judge_battery import build_battery, summarize
 from ..prompts import Prompt, load_prompt

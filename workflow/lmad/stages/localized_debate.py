@@ -32,15 +32,14 @@ the unperturbed model.
 from __future__ import annotations
 
 import logging
-from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections import Counter
 
 from .. import societies as so
 from ..backends import Backend, open_backend
 from ..backends.batch import by_backend, run_batch
 from ..prompts import load_prompt
 from ..committees import crew, role_spec
-from ..cost import call_columns
+from ..call_accounting import call_columns
 from ..protocols.debate.engine import Member
 from ..protocols.localized_debate import controller, nodes as node_lib
 from ..protocols.localized_debate.commit_guard import commit_guard
@@ -52,11 +51,13 @@ from ..protocols.localized_debate.relation_check import parse_verdict, relation_
 from ..protocols.localized_debate.resolve import parse_repair, resolution_request
 from ..protocols.localized_debate.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
-from ..schemas import read_table, write_table
+from ..schemas import write_table
 from ..answers import reading_of
 from ..solver import derive_seed, sample_rows, solver_request
 from ..tones import tone_role
 from .society_agents import JobWeights, SocietyFile
+from .lmad_inputs import (Units, cache_stats, committed_premises, entering_state, questions_by_qid,
+                          rows_by_qid, table_rows, unit_path)
 from .units import by_method, check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
@@ -64,85 +65,6 @@ log = logging.getLogger(__name__)
 
 def _open(spec: dict, cache_dir: str) -> Backend:
     return open_backend(spec, cache_dir)  # looked up when called: tests stand in for open_backend
-
-
-# ---------------------------------------------------------------------------- helpers
-
-class _Questions(Mapping):
-    """A questions table by qid, each row made a dict the first time it is asked for: a stage
-    of a later iteration touches only the questions still active (a whole table's dicts cost
-    as much as reading it, in each of a run's LMAD stage jobs, which are its longest path)."""
-
-    def __init__(self, path: str):
-        self._frame = read_table("questions", path)
-        self._index = {qid: i for i, qid in enumerate(self._frame["qid"].to_list())}
-        self._rows: dict[str, dict] = {}
-
-    def __getitem__(self, qid: str) -> dict:
-        row = self._rows.get(qid)
-        if row is None:
-            row = self._rows[qid] = self._frame.row(self._index[qid], named=True)
-        return row
-
-    def __iter__(self):
-        return iter(self._index)
-
-    def __len__(self) -> int:
-        return len(self._index)
-
-
-def _questions(path: str) -> Mapping[str, dict]:
-    return _Questions(path)
-
-
-class _Units:
-    """The (dataset, method) units of one stage job and their question tables."""
-
-    def __init__(self, units: list, questions: list[str], **aligned: list[str] | None):
-        self.names = [tuple(u) for u in units]
-        check_aligned("lmad", len(self.names), questions=questions, **aligned)
-        check_unit_paths("lmad", self.names, questions=questions, **aligned)
-        loaded: dict[str, dict] = {}
-        for path in questions:
-            if path not in loaded:
-                loaded[path] = _questions(path)
-        self.questions = [loaded[path] for path in questions]
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-
-def _state(state: str | None, qids) -> list[dict]:
-    """The state entering this iteration: the previous commit's, or the initial one."""
-    return read_table("lmad_state", state).to_dicts() if state else controller.initial_state(sorted(qids))
-
-
-def _committed(state: str | None) -> dict[str, list[str]]:
-    """P per question entering this iteration (empty for every question at iteration 0)."""
-    if not state:
-        return defaultdict(list)
-    return defaultdict(list, {s["qid"]: s["committed"] for s in read_table("lmad_state", state).to_dicts()})
-
-
-def _at(paths: list[str] | None, u: int) -> str | None:
-    return paths[u] if paths else None
-
-
-def _by_qid(rows: list[dict]) -> dict[str, list[dict]]:
-    """Per-agent rows grouped by question, in agent order."""
-    grouped: dict[str, list[dict]] = defaultdict(list)
-    for r in sorted(rows, key=lambda r: (r["qid"], r["agent"])):
-        grouped[r["qid"]].append(r)
-    return dict(grouped)
-
-
-def _table(name: str, path: str) -> list[dict]:
-    return read_table(name, path).to_dicts()
-
-
-def _stats(backend) -> str:
-    """The cache-stats line the run manifest counts model loads from."""
-    return backend.stats() if backend else "no model calls"
 
 
 # ----------------------------------------------------------------------------- stages
@@ -156,7 +78,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
     empty repair) gets new samples instead of the cached ones of the previous iteration.
     A society unit's agents are its members (``members``: the society file); its iteration 0
     repeats each member's pool call (the pool's prompt and seed), so the cache serves it."""
-    us = _Units(units, questions, samples=samples, state=state)
+    us = Units(units, questions, samples=samples, state=state)
     # the shared proposals: one table per unit without a society, in unit order
     plain = [u for u, (_, m) in enumerate(us.names) if registered_method(m).society is None]
     if iteration == 0:
@@ -173,7 +95,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
         method = us.names[u][1]
         agents = society.agents(method, us.names[u][0])
         if iteration == 0 and agents is None:  # a committee's too: its proposals are its members' calls
-            rows = _table("samples", shared[u])
+            rows = table_rows("samples", shared[u])
             got = {(r["qid"], r["agent"]): r["temperature"] for r in rows}
             want = {(q, a): float(t) for q in qs for a, t in enumerate(temperatures)}
             if got != want:
@@ -181,7 +103,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
                                  f"{temperatures}; rerun rule generate")
             reused[u] = rows
             continue
-        for s in _state(_at(state, u), qs):
+        for s in entering_state(unit_path(state, u), qs):
             if not s["active"]:
                 continue
             q = qs[s["qid"]]
@@ -219,7 +141,7 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
     nothing to do either, and the commit stops each disagreement with ``budget``). A graph
     unit (``lmad-dag``) asks ``premise_prompt`` instead: claims with premises and sources,
     validated (``premises.build_graph``); its calls are its own, not the chain's."""
-    us = _Units(units, questions, samples=samples, chains=chains)
+    us = Units(units, questions, samples=samples, chains=chains)
     extractor = load_prompt(prompt)
     dag = [_is_dag(m) for _, m in us.names]
     if any(dag) and not premise_prompt:
@@ -228,7 +150,7 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
     todo, owners = [], []
     skip = iterations is not None and controller.skips_auxiliary(iteration, iterations, guard_last_iteration)
     for u, qs in enumerate([] if skip else us.questions):
-        for qid, rows in _by_qid(_table("samples", samples[u])).items():
+        for qid, rows in rows_by_qid(table_rows("samples", samples[u])).items():
             if controller.needs_repair([r["answer"] for r in rows], reading_of(qs[qid])):
                 todo += rows
                 owners += [u] * len(rows)
@@ -258,7 +180,7 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
     fallbacks = sum(bool(r["fallback"]) for r in out)
     graph_fallbacks = Counter(r["graph_fallback"] for r, u in zip(out, owners) if dag[u] and r["graph_fallback"])
     log.info("iteration %d: %d chains extracted over %d units (%d fallbacks; graph fallbacks to the chain: %s); %s",
-             iteration, len(out), len(us), fallbacks, dict(sorted(graph_fallbacks.items())), _stats(backend))
+             iteration, len(out), len(us), fallbacks, dict(sorted(graph_fallbacks.items())), cache_stats(backend))
 
 
 def localize(questions: list[str], chains: list[str], prompt: str, localizations: list[str], units: list,
@@ -268,13 +190,13 @@ def localize(questions: list[str], chains: list[str], prompt: str, localizations
     graph unit (``lmad-dag``) is localized on its claim graphs without a call
     (``graph_localize``: up to ``max_conflicts`` minimal conflicts, claims aligned at
     ``align_jaccard``); its row's call columns read "skipped", which the trace does not count."""
-    us = _Units(units, questions, chains=chains, localizations=localizations, state=state)
+    us = Units(units, questions, chains=chains, localizations=localizations, state=state)
     localizer = load_prompt(prompt)
     groups, owners, requests, out = [], [], [], []
     for u, qs in enumerate(us.questions):
-        committed = _committed(_at(state, u))
+        committed = committed_premises(unit_path(state, u))
         dag = _is_dag(us.names[u][1])
-        for qid, rows in _by_qid(_table("lmad_chains", chains[u])).items():
+        for qid, rows in rows_by_qid(table_rows("lmad_chains", chains[u])).items():
             owners.append(u)
             chain_list = [r["nodes"] for r in rows]
             if dag:
@@ -299,7 +221,7 @@ def localize(questions: list[str], chains: list[str], prompt: str, localizations
         write_table("lmad_localizations", unit_rows, localizations[u], provenance)
     fell = sum(any(r["witness_fallback"]) for r in out)
     log.info("iteration %d: %d conflicts localized over %d units (%d with a witness fallback); %s", iteration,
-             len(out), len(us), fell, _stats(backend))
+             len(out), len(us), fell, cache_stats(backend))
 
 
 def debate(questions: list[str], localizations: list[str], prompt: str, positions: list[str], units: list,
@@ -309,17 +231,17 @@ def debate(questions: list[str], localizations: list[str], prompt: str, position
     """R local rounds over the segments ending at the witnesses. ``tone_prompts``: the
     ``prompt_tone_<tone>`` instruction files of the toned methods among the units (lmad.tones);
     ``members``: the society file, whose members are a society unit's debaters."""
-    us = _Units(units, questions, localizations=localizations, positions=positions, state=state)
+    us = Units(units, questions, localizations=localizations, positions=positions, state=state)
     society, weights = SocietyFile(members), JobWeights(model, cache_dir, _open)
     tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
     items, owners = [], []
     for u, qs in enumerate(us.questions):
-        committed = _committed(_at(state, u))
+        committed = committed_premises(unit_path(state, u))
         role = tone_role(registered_method(us.names[u][1]).tone)
         if role and role not in tones:
             raise ValueError(f"lmad debate: unit {us.names[u]} needs the {role} prompt file")
         agents, bound = society.agents(us.names[u][1], us.names[u][0]) or crew(model, len(temperatures)), None
-        for r in _table("lmad_localizations", localizations[u]):
+        for r in table_rows("lmad_localizations", localizations[u]):
             items.append({"qid": r["qid"], "question": qs[r["qid"]], "committed": committed[r["qid"]],
                           "segments": r["segments"], "conflict": r["conflict"],
                           "witness_claims": r["witness_claims"], "tone": tones[role] if role else ""})
@@ -347,15 +269,15 @@ def resolve(questions: list[str], localizations: list[str], positions: list[str]
     backbone judges, in a second batch, whether each repair with a claim keeps the
     question's subject and relation (the guard's ``relation_model`` check, recorded
     whatever the policy)."""
-    us = _Units(units, questions, localizations=localizations, positions=positions, repairs=repairs,
+    us = Units(units, questions, localizations=localizations, positions=positions, repairs=repairs,
                 relations=relations, state=state)
     resolver = load_prompt(prompt)
     locs, owners, requests = [], [], []
     for u, qs in enumerate(us.questions):
-        committed = _committed(_at(state, u))
-        unit_locs = _table("lmad_localizations", localizations[u])
+        committed = committed_premises(unit_path(state, u))
+        unit_locs = table_rows("lmad_localizations", localizations[u])
         final = {r["qid"]: list(r["witness_claims"]) for r in unit_locs}  # p^(0), kept when R = 0
-        for r in sorted(_table("lmad_positions", positions[u]), key=lambda r: r["round"]):
+        for r in sorted(table_rows("lmad_positions", positions[u]), key=lambda r: r["round"]):
             final[r["qid"]][r["agent"]] = r["position"]  # the last round wins
         for r in unit_locs:
             locs.append(r)
@@ -388,7 +310,7 @@ def resolve(questions: list[str], localizations: list[str], positions: list[str]
         write_table("lmad_relations", unit_rows, relations[u], provenance)
     truncated = sum(c.finish_reason == "length" for c in completions)
     log.info("iteration %d: %d repairs proposed over %d units (%d truncated), %d relation checks; %s", iteration,
-             len(out), len(us), truncated, len(judged), _stats(backend))
+             len(out), len(us), truncated, len(judged), cache_stats(backend))
 
 
 def commit(questions: list[str], samples: list[str], repairs: list[str], relations: list[str], commits: list[str],
@@ -398,14 +320,14 @@ def commit(questions: list[str], samples: list[str], repairs: list[str], relatio
     """Commit guard and state transition for every active question of every unit;
     stopped ones pass through. ``relation``: which subject/relation check the strict
     policy requires (``model`` or ``lexical``; both are recorded)."""
-    us = _Units(units, questions, samples=samples, repairs=repairs, relations=relations, commits=commits,
+    us = Units(units, questions, samples=samples, repairs=repairs, relations=relations, commits=commits,
                 next_state=next_state, state=state)
     skipped = controller.skips_auxiliary(iteration, iterations, guard_last_iteration)
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
-        verdicts = {r["qid"]: r["verdict"] for r in _table("lmad_relations", relations[u])}
-        decisions, states = _commit_unit(qs, registered_method(method).policy, _table("samples", samples[u]),
-                                         _table("lmad_repairs", repairs[u]), verdicts, _at(state, u), iteration,
+        verdicts = {r["qid"]: r["verdict"] for r in table_rows("lmad_relations", relations[u])}
+        decisions, states = _commit_unit(qs, registered_method(method).policy, table_rows("samples", samples[u]),
+                                         table_rows("lmad_repairs", repairs[u]), verdicts, unit_path(state, u), iteration,
                                          iterations, min_quote_words, relation, skipped)
         write_table("lmad_commits", decisions, commits[u], provenance)
         write_table("lmad_state", states, next_state[u], provenance)
@@ -433,10 +355,10 @@ def resolve_and_commit(questions: list[str], samples: list[str], localizations: 
 def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict], verdicts: dict[str, str],
                  state: str | None, iteration: int, iterations: int, min_quote_words: int, relation: str,
                  skipped: bool) -> tuple[list[dict], list[dict]]:
-    answers = {qid: [r["answer"] for r in rows] for qid, rows in _by_qid(samples).items()}
+    answers = {qid: [r["answer"] for r in rows] for qid, rows in rows_by_qid(samples).items()}
     proposed = {r["qid"]: r for r in repairs}
     decisions, states = [], []
-    for s in _state(state, qs):
+    for s in entering_state(state, qs):
         if not s["active"]:
             states.append(s)
             continue
@@ -465,18 +387,18 @@ def predict(questions: str, final_state: str, samples: list[str], chains: list[s
             trace: str, method: str, provenance: dict) -> None:
     """Final answers, costed over every call the method made for a question (the shared
     proposals included), and the trace: one row per question per iteration it was active."""
-    qs = _questions(questions)
+    qs = questions_by_qid(questions)
     per_iteration = [
-        {"samples": _table("samples", g), "chains": _table("lmad_chains", e),
-         "localizations": _table("lmad_localizations", lo), "positions": _table("lmad_positions", d),
-         "repairs": _table("lmad_repairs", r), "relations": _table("lmad_relations", rel),
-         "commits": _table("lmad_commits", c)}
+        {"samples": table_rows("samples", g), "chains": table_rows("lmad_chains", e),
+         "localizations": table_rows("lmad_localizations", lo), "positions": table_rows("lmad_positions", d),
+         "repairs": table_rows("lmad_repairs", r), "relations": table_rows("lmad_relations", rel),
+         "commits": table_rows("lmad_commits", c)}
         for g, e, lo, d, r, rel, c in zip(samples, chains, localizations, positions, repairs, relations, commits,
                                           strict=True)
     ]
     rows = build_trace(qs, method, per_iteration)
     write_table("lmad_trace", rows, trace, provenance)
-    write_table("predictions", lmad_prediction_rows(qs, method, _table("lmad_state", final_state), rows),
+    write_table("predictions", lmad_prediction_rows(qs, method, table_rows("lmad_state", final_state), rows),
                 predictions, provenance)
     log.info("%s: %d predictions over %d iterations", method, len(qs), len(per_iteration))
 

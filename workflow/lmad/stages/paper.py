@@ -15,11 +15,10 @@ from .. import layout
 from ..atomic import write_csv, write_text
 from ..paper import headroom as hr
 from ..paper import label
+from ..paper.guard_rejections import REJECTION_COLUMNS, gate_activated, guard_rejections
 from ..number_format import fmt, markdown
 from ..paper.tables import AVG, latex, table1_block, table1_frame_rows, table1_latex, table1_markdown, table2_block
 from ..headline import Headline, headline, judge_or_rule, score_expr, score_vectors
-from ..answers import Gold
-from ..protocols.localized_debate.commit_guard import CHECKS as CHECK_ORDER
 from ..registry import TABLE2_METHODS
 from ..schemas import read_table
 from ..societies import held_out_note
@@ -145,51 +144,6 @@ def _add_replicate_sd(block: list[dict], per_replicate: list[list[dict]]) -> Non
 GATE_METHODS = TABLE2_METHODS
 
 
-def gate_activated(trace: pl.DataFrame) -> pl.DataFrame:
-    """(backbone, dataset, qid) of questions where the strict policy rejected ≥ 1 candidate repair."""
-    if trace.is_empty():  # no LMAD trace in the run
-        return pl.DataFrame(schema={"backbone": pl.String, "dataset": pl.String, "qid": pl.String})
-    return (trace.filter((pl.col("method") == "lmad") & (pl.col("admitted") == False))  # noqa: E712
-            .select("backbone", "dataset", "qid").unique())
-
-
-def _contains_gold(nodes: list[str], gold: Gold | None) -> bool:
-    """Whether a repair states a gold answer (or alias), by the question's answer type
-    (``Gold.mentioned_in``: a span's words in a row, a number's value, an option's letter or
-    text; yes/no golds and opinions never count: the words say nothing there)."""
-    return gold is not None and gold.mentioned_in(" ".join(nodes or []))
-
-
-REJECTION_COLUMNS = ["backbone", "check", "required", "repairs", "rejected", "rejected_with_gold", "truncated"]
-
-
-def guard_rejections(traces: list[str], questions: list[str]) -> list[dict]:
-    """Per backbone and check of the strict policy's trace: repairs judged, repairs the check
-    rejected, and rejected repairs that contain the gold answer (a false-rejection estimate).
-    Every check is recorded under every policy, so the lexical and the model relation check
-    are counted side by side whatever ``lmad.guard.relation`` gated on."""
-    golds = _golds(questions)
-    trace = load("lmad_trace", traces).filter(pl.col("method") == "lmad")
-    counts: dict[tuple[str, str], dict] = {}
-    for r in trace.to_dicts():
-        if not r["checks"]:
-            continue
-        gold = _contains_gold(r["repair_nodes"], golds.get((r["dataset"], r["qid"])))
-        for c in r["checks"]:
-            k = counts.setdefault((r["backbone"], c["check"]), {"backbone": r["backbone"], "check": c["check"],
-                                                               "required": False, "repairs": 0, "rejected": 0,
-                                                               "rejected_with_gold": 0, "truncated": 0})
-            k["repairs"] += 1
-            k["required"] |= bool(c["required"])
-            if r["stop_reason"] == "resolver_truncated":
-                k["truncated"] += 1
-            elif not c["passed"]:
-                k["rejected"] += 1
-                k["rejected_with_gold"] += gold
-    return sorted(counts.values(), key=lambda k: (k["backbone"], CHECK_ORDER.index(k["check"])
-                                                  if k["check"] in CHECK_ORDER else 99))
-
-
 def table2(judgments: list[str], validation: str, traces: list[str], questions: list[str], csv: str, md: str,
            tex: str, checks_csv: str, backbones: list[str], datasets: list[str], metric: str, provenance: dict) -> None:
     head = read_headline(validation, metric)
@@ -213,7 +167,7 @@ def table2(judgments: list[str], validation: str, traces: list[str], questions: 
              "\n**Table 2 is empty: this run has no LMAD (Strict) trace.**\n"
              if trace.is_empty() or not (trace["method"] == "lmad").any() else
              "\n**Table 2 is empty: Strict (lmad) rejected no candidate repair in this run.**\n")
-    rejections = guard_rejections(traces, questions) if not trace.is_empty() else []
+    rejections = guard_rejections(trace, _golds(questions)) if not trace.is_empty() else []
     _write_csv(checks_csv, rejections, REJECTION_COLUMNS)
     check_rows = [[k["backbone"], k["check"] + (" (required)" if k["required"] else ""), str(k["repairs"]),
                    str(k["rejected"]), str(k["rejected_with_gold"]), str(k["truncated"])] for k in rejections]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 
 from ..answers import reading_of
-from ..cost import total_cost
+from ..call_accounting import total_cost
 from ..schemas import read_table, write_table
 from .units import check_aligned, check_unit_paths
 

@@ -33,7 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from ...cost import call_columns, cost_per_question
+from ...call_accounting import call_columns, cost_per_question
 from ...backends import Backend, ChatRequest, Completion
 from ...backends.batch import generate_by_backend
 from ...prompts import Prompt

@@ -25,7 +25,7 @@ from ...prompts import Prompt, format_committed, question_fields
 from ...societies import member_prompt
 from ...solver import derive_seed
 from ...tones import with_tone
-from ...cost import call_columns
+from ...call_accounting import call_columns
 from .nodes import format_chain
 
 _MARKER = re.compile(r"position\s*[:：]", re.IGNORECASE)

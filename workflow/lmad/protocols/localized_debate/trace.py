@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...cost import COST_COLUMNS, cost_per_question
+from ...call_accounting import COST_COLUMNS, cost_per_question
 
 # stage table → the role of its calls
 CALL_TABLES = {"samples": "solver", "chains": "extractor", "localizations": "localizer", "positions": "debater",

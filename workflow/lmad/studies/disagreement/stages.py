@@ -14,7 +14,7 @@ from lmad import layout
 from lmad.atomic import write_csv, write_text
 from lmad.backends import open_backend
 from lmad.backends.batch import generate_by_backend
-from lmad.cost import call_columns
+from lmad.call_accounting import call_columns
 from lmad.disagreement_labels import (MEASUREMENT_STEPS, PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP, as_json,
                                       parse_pushback, parse_self_report, self_report_request)
 from lmad.studies.disagreement.local import local_turns

@@ -11,7 +11,7 @@ import polars as pl
 from lmad import layout
 from lmad.atomic import write_csv, write_text
 from lmad.backends import open_backend
-from lmad.cost import call_columns
+from lmad.call_accounting import call_columns
 from lmad.number_format import markdown
 from lmad.studies.jury.verdicts import (DIMENSIONS, build_battery, jury_request, read_reply, required_tiers, summarize,
                                         unvalidated_line)

@@ -13,7 +13,7 @@ import polars as pl
 from lmad import layout
 from lmad.atomic import write_csv, write_text
 from lmad.backends import open_backend
-from lmad.cost import call_columns
+from lmad.call_accounting import call_columns
 from lmad.number_format import markdown
 from lmad.paper.dynamics import correctness_by_round, dynamics
 from lmad.studies.process.metrics import (DIMENSIONS, build_rubric_battery, cmp_name, parse_rubric, rubric_request,

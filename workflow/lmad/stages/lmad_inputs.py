@@ -1,0 +1,88 @@
+"""What an LMAD stage job (lmad.stages.localized_debate) reads: its (dataset, method) units and
+their questions tables, the state and committed premises entering an iteration, per-agent rows
+by question."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+from ..protocols.localized_debate import controller
+from ..schemas import read_table
+from .units import check_aligned, check_unit_paths
+
+
+class QuestionTable(Mapping):
+    """A questions table by qid, each row made a dict the first time it is asked for: a stage
+    of a later iteration touches only the questions still active (a whole table's dicts cost
+    as much as reading it, in each of a run's LMAD stage jobs, which are its longest path)."""
+
+    def __init__(self, path: str):
+        self._frame = read_table("questions", path)
+        self._index = {qid: i for i, qid in enumerate(self._frame["qid"].to_list())}
+        self._rows: dict[str, dict] = {}
+
+    def __getitem__(self, qid: str) -> dict:
+        row = self._rows.get(qid)
+        if row is None:
+            row = self._rows[qid] = self._frame.row(self._index[qid], named=True)
+        return row
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def questions_by_qid(path: str) -> Mapping[str, dict]:
+    return QuestionTable(path)
+
+
+class Units:
+    """The (dataset, method) units of one stage job and their question tables."""
+
+    def __init__(self, units: list, questions: list[str], **aligned: list[str] | None):
+        self.names = [tuple(u) for u in units]
+        check_aligned("lmad", len(self.names), questions=questions, **aligned)
+        check_unit_paths("lmad", self.names, questions=questions, **aligned)
+        loaded: dict[str, dict] = {}
+        for path in questions:
+            if path not in loaded:
+                loaded[path] = questions_by_qid(path)
+        self.questions = [loaded[path] for path in questions]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def entering_state(state: str | None, qids) -> list[dict]:
+    """The state entering this iteration: the previous commit's, or the initial one."""
+    return read_table("lmad_state", state).to_dicts() if state else controller.initial_state(sorted(qids))
+
+
+def committed_premises(state: str | None) -> dict[str, list[str]]:
+    """P per question entering this iteration (empty for every question at iteration 0)."""
+    if not state:
+        return defaultdict(list)
+    return defaultdict(list, {s["qid"]: s["committed"] for s in read_table("lmad_state", state).to_dicts()})
+
+
+def unit_path(paths: list[str] | None, u: int) -> str | None:
+    return paths[u] if paths else None
+
+
+def rows_by_qid(rows: list[dict]) -> dict[str, list[dict]]:
+    """Per-agent rows grouped by question, in agent order."""
+    grouped: dict[str, list[dict]] = defaultdict(list)
+    for r in sorted(rows, key=lambda r: (r["qid"], r["agent"])):
+        grouped[r["qid"]].append(r)
+    return dict(grouped)
+
+
+def table_rows(name: str, path: str) -> list[dict]:
+    return read_table(name, path).to_dicts()
+
+
+def cache_stats(backend) -> str:
+    """The cache-stats line the run manifest counts model loads from."""
+    return backend.stats() if backend else "no model calls"
