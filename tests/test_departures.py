@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from lmad.data.convert import DATASETS
+from lmad.data import DATASETS
 from lmad.registry import METHODS
 
 DOC = REPO / "docs" / "departures.md"

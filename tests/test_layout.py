@@ -80,7 +80,7 @@ def test_a_society_method_has_its_own_folder_and_parses_back():
 def test_schema_dataset_types_are_the_benchmarks_the_loaders_and_scorer_know():
     from lmad.answers.official import SCORING_RULES
     from lmad.data import DATASETS
-    from lmad.data.convert import ANSWER_TYPE
+    from lmad.data import ANSWER_TYPE
     from lmad.paper import DATASET_LABELS
 
     props = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())["properties"]

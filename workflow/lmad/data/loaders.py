@@ -19,14 +19,11 @@ import logging
 from pathlib import Path
 from typing import Iterable
 
-from .convert import DATASETS, DataError, check_dataset, is_unanswerable, merge_aliases, record_from_raw
+from .benchmarks import BENCHMARKS, DATASETS, check_dataset, record_from_raw
+from .convert import DataError, is_unanswerable, merge_aliases
 from .tasks import TaskDataError, excluded
 
 log = logging.getLogger(__name__)
-
-
-# benchmarks whose rows usually carry no id, so their qid is a content hash (lmad.data.tasks)
-_CONTENT_IDS = {"gsm8k", "mmlu", "mmlu-redux", "truthfulqa", "globalopinionqa"}
 
 
 def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
@@ -56,7 +53,7 @@ def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
         # Results are keyed by qid downstream, so a repeat would silently overwrite one.
         if record["qid"] in first_seen:
             first_where, first = first_seen[record["qid"]]
-            if dataset in _CONTENT_IDS and record == first:
+            if BENCHMARKS[dataset].content_ids and record == first:
                 repeats += 1  # a content-hashed row repeated verbatim: one question, kept once
                 continue
             raise DataError(f"{where}: duplicate qid {record['qid']!r} (first at {first_where})")
