@@ -9,8 +9,10 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config, validate
 
 from conftest import REPO, SMOLLM2, make_config, scripted_model, snakemake, write_config
+from lmad import config_schema
+from lmad.config_schema import schema_file
 
-SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
+SCHEMA = schema_file()  # the schema file with the registries' lists filled in, as a run validates
 OPENAI = {"backend": "openai", "model": "qwen2.5-7b", "base_url": "http://node:8001/v1", "revision": "abc",
           "max_concurrency": 64, "api_key_env": "MY_KEY", "timeout_s": 30, "max_retries": 3, "backoff_s": 0.5,
           "chat_template_kwargs": {"enable_thinking": False}, "resources": {"mem_mb": 2000}}
@@ -82,7 +84,7 @@ def test_a_typo_fails_the_dry_run_before_any_job(tmp_path):
 
 
 def backend_dtypes(backend: str) -> list[str]:
-    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    schema = config_schema.schema()
     branch = next(b["then"] for b in schema["properties"]["models"]["additionalProperties"]["allOf"]
                   if b["if"]["properties"]["backend"]["const"] == backend)
     return branch["properties"]["dtype"]["enum"]

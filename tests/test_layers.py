@@ -28,8 +28,8 @@ LAYERS = [
     ("stages", ["lmad.stages"]),
     # Snakemake's side: the rule bridge, the warm worker, the planning, the config checks and the
     # forecast that reads the plan
-    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan", "lmad.slurm_placement", "lmad.report_check",
-              "lmad.forecast"]),
+    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_schema", "lmad.config_checks", "lmad.plan",
+              "lmad.slurm_placement", "lmad.report_check", "lmad.forecast"]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 
