@@ -17,18 +17,22 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import tasks
-from .convert import DataError, check_facts, multihop_fields
+from .convert import DataError, check_facts, multihop_fields, musique_unanswerable
 from .tasks import TaskDataError
 
 #: a converter: (raw row, where, seed) -> the canonical question's fields (``tasks._fields``)
 Converter = Callable[[dict, str, int], dict]
+#: a row the loaders leave out: (raw row, keep_all, where) -> why, as the log says it
+#: ("unanswerable {benchmark} rows"), or None to keep it
+Skip = Callable[[object, bool, str], "str | None"]
 
 
 @dataclass(frozen=True)
 class Benchmark:
     """``content_ids``: its rows usually carry no id, so a qid is a content hash (``tasks._qid``)
     and a verbatim repeat of a row is one question kept once; otherwise a repeated qid is an
-    error. ``scoring``: the official rules of a free-form benchmark (``lmad.answers.official``)."""
+    error. ``scoring``: the official rules of a free-form benchmark (``lmad.answers.official``).
+    ``skip``: which raw rows the loaders leave out (and log), e.g. MuSiQue's unanswerable ones."""
 
     name: str
     convert: Converter
@@ -36,6 +40,7 @@ class Benchmark:
     label: str
     content_ids: bool = False
     scoring: str | None = None
+    skip: Skip | None = None
 
     def __post_init__(self):
         if self.scoring is not None and self.answer_type not in ("span", "yes_no"):
@@ -106,7 +111,8 @@ register(Benchmark("hotpotqa", multihop_fields("hotpotqa"), "span", "HotpotQA", 
 # 2WikiMultiHopQA's official script is HotpotQA's (adapted, same normalization and F1 special case)
 register(Benchmark("2wikimultihopqa", multihop_fields("2wikimultihopqa"), "span", "2Wiki",
                    scoring="hotpotqa"))
-register(Benchmark("musique", multihop_fields("musique"), "span", "MuSiQue", scoring="musique"))
+register(Benchmark("musique", multihop_fields("musique"), "span", "MuSiQue", scoring="musique",
+                   skip=musique_unanswerable))
 register(Benchmark("strategyqa", multihop_fields("strategyqa"), "yes_no", "StrategyQA", scoring="yes_no"))
 # math (lmad.data.tasks)
 register(Benchmark("gsm8k", tasks.gsm8k, "numeric", "GSM8K", content_ids=True))
@@ -117,7 +123,8 @@ register(Benchmark("olympiadbench", tasks.olympiadbench, "math", "OlympiadBench"
 # multiple choice and truthfulness
 register(Benchmark("gpqa-diamond", tasks.gpqa, "choice", "GPQA-Diamond"))
 register(Benchmark("mmlu", tasks.mmlu, "choice", "MMLU", content_ids=True))
-register(Benchmark("mmlu-redux", tasks.mmlu, "choice", "MMLU-Redux", content_ids=True))
+register(Benchmark("mmlu-redux", tasks.mmlu, "choice", "MMLU-Redux", content_ids=True,
+                   skip=tasks.mmlu_redux_erroneous))
 register(Benchmark("truthfulqa", tasks.truthfulqa, "choice", "TruthfulQA", content_ids=True))
 # opinion: no gold, a survey of countries
 register(Benchmark("globalopinionqa", tasks.globalopinionqa, "opinion", "GlobalOpinionQA", content_ids=True))

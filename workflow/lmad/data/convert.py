@@ -254,6 +254,7 @@ def check_facts(facts: list[dict], context: list[dict], where: str) -> None:
                                        f"{len(sentences)} sentence(s)")
 
 
-def is_unanswerable(raw: Any, dataset: str) -> bool:
-    """MuSiQue-full rows flagged unanswerable have no answer to score; loaders skip them."""
-    return dataset == "musique" and isinstance(raw, dict) and raw.get("answerable") is False
+def musique_unanswerable(raw: Any, keep_all: bool, where: str) -> str | None:
+    """MuSiQue-full rows flagged unanswerable have no answer to score; loaders skip them (MuSiQue's
+    ``skip``, lmad.data.benchmarks)."""
+    return "unanswerable {benchmark} rows" if isinstance(raw, dict) and raw.get("answerable") is False else None

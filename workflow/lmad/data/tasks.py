@@ -250,11 +250,14 @@ def globalopinionqa(raw: dict, where: str, seed: int) -> dict:
     return _fields(qid, question, "", source, [str(o).strip() for o in options], survey=survey_json)
 
 
-def excluded(raw: Any, benchmark: str, keep_all: bool, where: str = "") -> bool:
+def mmlu_redux_erroneous(raw: Any, keep_all: bool, where: str = "") -> str | None:
     """MMLU-Redux rows its annotators marked as erroneous (``error_type`` other than "ok":
     wrong_groundtruth, no_correct_answer, multiple_correct_answers, bad_question_clarity, ...)
-    are left out unless ``keep_all``; a row without ``error_type`` is an error naming it."""
-    if benchmark != "mmlu-redux" or not isinstance(raw, dict):
-        return False
+    are left out unless ``keep_all``; a row without ``error_type`` is an error naming it.
+    MMLU-Redux's ``skip`` (lmad.data.benchmarks): why a row is left out, for the log, or None."""
+    if not isinstance(raw, dict):
+        return None
     error_type = _text(raw, ("error_type",), where).lower()
-    return error_type != "ok" and not keep_all
+    if error_type != "ok" and not keep_all:
+        return "{benchmark} rows marked erroneous (error_type other than 'ok'; keep_all: true keeps them)"
+    return None
