@@ -40,7 +40,7 @@ TOY_BACKEND_ENTRY = '''
 register(BackendEntry("toy", "lmad.backends.toy:ToyBackend", _COMMON, chunk=8, about="a toy"))
 '''
 
-TOY_METHOD = '''    Protocol("toymad", "ToyMAD", opening=_MAD_OPENING, exchange=(Revise("debate_engage"),), short="Toy"),
+TOY_METHOD = '''    Protocol("toymad", "ToyMAD", opening=_MAD_OPENING, exchange=(Revise("debate_toy"),), short="Toy"),
 '''
 
 
@@ -65,6 +65,9 @@ def add_backend(root: Path) -> None:
 def add_debate_method(root: Path) -> None:
     lib = root / "workflow" / "lmad"
     _insert(lib / "protocols" / "debate" / "methods.py", "]}\n\n\ndef protocol(", TOY_METHOD)
+    # its own prompt template: a file of its own, which the schema's `prompts` picks up
+    prompts = root / "config" / "prompts"
+    (prompts / "debate_toy.txt").write_text((prompts / "debate_engage.txt").read_text(encoding="utf-8"))
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -96,7 +99,10 @@ def test_adding_a_benchmark_a_backend_and_a_debate_method_touches_the_documented
     for kind, add in (("benchmark", add_benchmark), ("backend", add_backend), ("debate method", add_debate_method)):
         before = snapshot(root)
         add(root)
-        counts[kind] = len(touched(before, snapshot(root)))
+        files = touched(before, snapshot(root))
+        templates = {f for f in files if f.startswith("config/prompts/") and f not in before}
+        assert kind == "debate method" or not templates
+        counts[kind] = len(files - templates)  # a method's new prompt templates are counted apart
     documented = documented_counts()
     assert {k: documented.get(k) for k in counts} == counts, f"docs/layout.md 'How to add' says {documented}"
 
@@ -121,4 +127,5 @@ def test_adding_a_benchmark_a_backend_and_a_debate_method_touches_the_documented
     assert proc.returncode == 0, out[-6000:]
     assert re.search(r"rule prepare_data:.*?dataset=toyqa", out, re.DOTALL), out[-4000:]
     assert re.search(r"rule debate_round:.*?method=toymad", out, re.DOTALL), out[-4000:]
+    assert "debate_toy.txt" in (work / "config.yaml").read_text()  # the config names it; the schema took it
     assert "toybot/toyqa" in out

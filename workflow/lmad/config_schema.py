@@ -15,6 +15,8 @@ unknown keyword, so the bare YAML stays a valid, looser schema):
 ``call-roles``         ``enum`` of the call roles                      ``lmad.backends.base``
 ``methods``            ``pattern`` ``<base>[@tone][+society]``         ``lmad.registry``
 ``debate-methods``     ``enum`` of the debate protocols                ``lmad.protocols.debate``
+``prompt-templates``   a ``properties`` key per template file not      ``config/prompts/*.txt``
+                       listed, its default that file
 =====================  ==============================================  ==========================
 
 rules/common.smk validates against ``schema_file``; ``lmad.config_checks.schema_error`` and the
@@ -60,7 +62,7 @@ def method_pattern() -> str:
             f"(\\+({'|'.join(societies)}))?$")
 
 
-def _fill(kind: str, node: dict, where: str) -> dict:
+def _fill(kind: str, node: dict, where: str, path: Path) -> dict:
     if kind == "benchmarks":
         return {"enum": list(BENCHMARKS)}
     if kind == "backends":
@@ -71,6 +73,11 @@ def _fill(kind: str, node: dict, where: str) -> dict:
         return {"pattern": method_pattern()}
     if kind == "debate-methods":
         return {"enum": list(PROTOCOLS)}
+    if kind == "prompt-templates":
+        listed = node.get("properties", {})
+        found = {p.stem: {"type": "string", "default": f"config/prompts/{p.name}"}
+                 for p in sorted((path.parent.parent / "prompts").glob("*.txt")) if p.stem not in listed}
+        return {"properties": {**listed, **found}}
     if kind == "backend-settings":
         typed = node.get("properties", {})
         untyped = sorted({k for e in BACKENDS.values() for k in e.keys} - typed.keys())
@@ -81,14 +88,14 @@ def _fill(kind: str, node: dict, where: str) -> dict:
     raise ValueError(f"{SCHEMA.name} {where}: unknown {MARKER} {kind!r}")
 
 
-def _complete(node, where: str = ""):
+def _complete(node, path: Path, where: str = ""):
     if isinstance(node, list):
-        return [_complete(v, f"{where}[{i}]") for i, v in enumerate(node)]
+        return [_complete(v, path, f"{where}[{i}]") for i, v in enumerate(node)]
     if not isinstance(node, dict):
         return node
-    out = {k: _complete(v, f"{where}.{k}" if where else k) for k, v in node.items() if k != MARKER}
+    out = {k: _complete(v, path, f"{where}.{k}" if where else k) for k, v in node.items() if k != MARKER}
     if MARKER in node:
-        out.update(_fill(node[MARKER], out, where))
+        out.update(_fill(node[MARKER], out, where, path))
     return out
 
 
@@ -96,7 +103,8 @@ def schema(path: str | os.PathLike = SCHEMA) -> dict:
     """The schema at ``path`` with every ``x-registry`` node filled in from its registry."""
     import yaml
 
-    return _complete(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    path = Path(path)
+    return _complete(yaml.safe_load(path.read_text(encoding="utf-8")), path)
 
 
 def schema_file(path: str | os.PathLike = SCHEMA) -> str:
