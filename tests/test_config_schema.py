@@ -112,3 +112,38 @@ def test_a_dtype_no_backend_takes_fails_the_dry_run(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "config models.m.dtype: 'float8' is not one of" in out, out[-3000:]
     assert "convert_model" not in out
+
+
+def test_the_registry_lists_are_filled_in_at_load(monkeypatch):
+    """Each `x-registry` node of the YAML is completed from its registry (lmad.config_schema): a
+    benchmark registered in-process is a dataset type at once, and the bare YAML keeps no list."""
+    from lmad.backends.base import CALL_ROLES
+    from lmad.data.benchmarks import BENCHMARKS, Benchmark
+    from lmad.protocols.debate import PROTOCOLS
+
+    raw = Path(config_schema.SCHEMA).read_text()
+    assert "x-registry: benchmarks" in raw and "hotpotqa, 2wikimultihopqa" not in raw
+    monkeypatch.setitem(BENCHMARKS, "toyqa", Benchmark("toyqa", lambda raw, where, seed: {}, "span", "ToyQA"))
+    props = config_schema.schema()["properties"]
+    assert props["datasets"]["additionalProperties"]["properties"]["type"]["enum"] == [*BENCHMARKS]
+    assert "toyqa" in BENCHMARKS
+    models = props["models"]["additionalProperties"]["properties"]
+    assert models["role_sampling"]["propertyNames"] == {"enum": list(CALL_ROLES)}
+    assert props["debate"]["properties"]["methods"]["propertyNames"] == {"enum": list(PROTOCOLS)}
+    prompts = props["prompts"]["properties"]
+    assert prompts["debater"] == {"type": "string", "default": "config/prompts/debater.txt"}
+    assert not any(config_schema.MARKER in str(node) for node in props.values())
+
+
+def test_a_backend_setting_without_a_type_and_an_unknown_marker_fail_naming_the_place(monkeypatch, tmp_path):
+    from lmad.backend_registry import BACKENDS, BackendEntry
+
+    monkeypatch.setitem(BACKENDS, "odd", BackendEntry("odd", "x:Y", frozenset({"model", "colour"}), chunk=1))
+    with pytest.raises(ValueError, match=r"models.additionalProperties.properties: give colour a type"):
+        config_schema.schema()
+    monkeypatch.delitem(BACKENDS, "odd")
+    bad = tmp_path / "schema" / "s.yaml"
+    bad.parent.mkdir()
+    bad.write_text("properties: {x: {x-registry: planets}}\n")
+    with pytest.raises(ValueError, match="properties.x: unknown x-registry 'planets'"):
+        config_schema.schema(bad)
