@@ -1,4 +1,5 @@
-"""Convert one raw benchmark record into the canonical question record.
+"""The canonical question record, and the multi-hop benchmarks' converters into it
+(``lmad.data.benchmarks.record_from_raw`` converts a raw row by its benchmark's record).
 
 Canonical record (a plain dict)::
 
