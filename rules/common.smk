@@ -20,6 +20,7 @@ if os.path.realpath(os.path.dirname(lmad.__file__)) != os.path.realpath(os.path.
     raise WorkflowError(f"lmad was imported from {os.path.dirname(lmad.__file__)}, not from this checkout's {LIBRARY}")
 
 from lmad import layout
+from lmad.config_schema import schema_file
 from lmad.config_checks import check_config, check_method_names, schema_error, serve_by_default
 from lmad.data.loaders import resolve_path
 from lmad.job_resources import SERVER_DEFAULTS_ENV, profile_defaults
@@ -36,7 +37,7 @@ from lmad.smk import stage
 
 check_method_names(config)  # before the schema, whose error would list every method name
 try:
-    validate(config, schema="../config/schema/config.schema.yaml")
+    validate(config, schema=schema_file(os.path.join(workflow.basedir, "config/schema/config.schema.yaml")))
 except WorkflowError:
     raise WorkflowError(schema_error(config, os.path.join(workflow.basedir, "config/schema/config.schema.yaml"))
                         or "config does not match config/schema/config.schema.yaml") from None

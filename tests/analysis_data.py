@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from lmad.answers.span import normalize_answer
-from lmad.data.convert import ANSWER_TYPE
+from lmad.data import ANSWER_TYPE
 from lmad.schemas import write_table
 
 DATASETS = ["hotpotqa", "2wikimultihopqa", "musique", "strategyqa"]

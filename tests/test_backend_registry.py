@@ -8,92 +8,31 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from conftest import REPO
 
 from lmad import backend_registry as registry
+from lmad import config_schema
 from lmad.backend_registry import BACKENDS, BackendEntry
 from lmad.backends.base import Backend, Completion
 
-SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
-WHERE = "config/schema/config.schema.yaml models.additionalProperties"
+def models_schema() -> dict:
+    """The config schema's ``models`` entries as a run validates them (lmad.config_schema)."""
+    return config_schema.schema()["properties"]["models"]["additionalProperties"]
 
 
-def models_schema(schema: dict) -> dict:
-    return schema["properties"]["models"]["additionalProperties"]
-
-
-def expected_block(entry: BackendEntry) -> dict:
-    """The ``allOf`` branch of the schema that says which settings ``entry``'s models take."""
-    properties = {key: {} for key in ["backend", *sorted(entry.keys)]}
-    if entry.dtypes:
-        properties["dtype"] = {"enum": list(entry.dtypes)}
-    then = {"additionalProperties": False, "properties": properties}
-    if entry.required:
-        then = {"required": list(entry.required), **then}
-    return {"if": {"properties": {"backend": {"const": entry.name}}}, "then": then}
-
-
-def block_yaml(entry: BackendEntry) -> str:
-    """``expected_block`` as the schema writes its branches (indented for ``allOf``)."""
-    props = [f"{key}: {{}}" for key in ["backend", *sorted(entry.keys - {"dtype"})]]
-    if entry.dtypes:
-        props.append(f"dtype: {{enum: [{', '.join(entry.dtypes)}]}}")
-    lines, line = [], "            properties: {"
-    for i, prop in enumerate(props):
-        piece = prop + ("}" if i == len(props) - 1 else ", ")
-        if len(line) + len(piece) > 110:
-            lines.append(line.rstrip())
-            line = " " * 25
-        line += piece
-    lines.append(line)
-    head = [f"        - if: {{properties: {{backend: {{const: {entry.name}}}}}}}", "          then:"]
-    if entry.required:
-        head.append(f"            required: [{', '.join(entry.required)}]")
-    return "\n".join([*head, "            additionalProperties: false", *lines])
-
-
-def schema_disagreements(schema: dict, backends: dict[str, BackendEntry]) -> list[str]:
-    """Where the schema's models section and the registry disagree, each as what to change."""
-    models = models_schema(schema)
-    out = []
-    enum = models["properties"]["backend"]["enum"]
-    if enum != list(backends):
-        out.append(f"{WHERE}.properties.backend: write `{{enum: [{', '.join(backends)}]}}` (was {enum})")
-    branches = {b["if"]["properties"]["backend"]["const"]: b for b in models["allOf"]}
-    for name in branches.keys() - backends.keys():
-        out.append(f"{WHERE}.allOf: remove the branch of {name!r}, which no backend registers")
-    typed = models["properties"]
-    for name, entry in backends.items():
-        untyped = sorted(entry.keys - typed.keys())
-        if untyped:
-            out.append(f"{WHERE}.properties: give {', '.join(untyped)} (settings of {name}) a type")
-        if name not in branches:
-            out.append(f"{WHERE}.allOf: add the settings {name} takes:\n{block_yaml(entry)}")
-            continue
-        have, want = branches[name]["then"], expected_block(entry)["then"]
-        for part in ("required", "additionalProperties"):
-            if have.get(part) != want.get(part):
-                out.append(f"{WHERE}.allOf ({name}): `{part}` is {have.get(part)}, the registry says {want.get(part)}")
-        extra, missing = sorted(have["properties"].keys() - want["properties"].keys()), sorted(
-            want["properties"].keys() - have["properties"].keys())
-        if extra or missing:
-            out.append(f"{WHERE}.allOf ({name}): properties to add {missing}, to remove {extra} "
-                       f"(registry keys of {name}: lmad/backend_registry.py)")
-        dtypes = (have["properties"].get("dtype") or {}).get("enum")
-        if entry.dtypes and dtypes != list(entry.dtypes):
-            out.append(f"{WHERE}.allOf ({name}): dtype should be `{{enum: [{', '.join(entry.dtypes)}]}}`, is {dtypes}")
-    used = set().union(*(e.keys for e in backends.values())) | {"backend"}
-    orphans = sorted(typed.keys() - used)
-    if orphans:
-        out.append(f"{WHERE}.properties: {orphans} are settings no registered backend takes")
-    return out
-
-
-def test_the_schema_agrees_with_the_registry():
-    problems = schema_disagreements(yaml.safe_load(SCHEMA.read_text()), BACKENDS)
-    assert not problems, "the config schema and lmad/backend_registry.py disagree:\n" + "\n".join(problems)
+def test_the_schema_is_the_registry():
+    """The backend enum and each backend's allowed settings are generated from the registry; every
+    setting the schema types is one some backend takes."""
+    models = models_schema()
+    assert models["properties"]["backend"]["enum"] == list(BACKENDS)
+    assert models["allOf"] == [config_schema.backend_block(e) for e in BACKENDS.values()]
+    transformers = models["allOf"][0]["then"]
+    assert transformers["properties"]["dtype"] == {"enum": ["auto", "float32", "float", "float16", "half", "bfloat16",
+                                                            "float64", "double"]}
+    assert models["allOf"][2]["then"]["required"] == ["model", "base_url"]  # openai
+    used = set().union(*(e.keys for e in BACKENDS.values())) | {"backend"}
+    assert not sorted(models["properties"].keys() - used), "settings no registered backend takes"
 
 
 def test_the_derived_lists():
@@ -196,17 +135,12 @@ def test_a_registered_backend_is_seen_by_the_worker_the_probe_and_the_scheduler(
         model_sizing({"p": {**plain, "resources": {"gpu": 1}}}, "p")
 
 
-def test_the_schema_check_names_what_a_new_backend_needs(fake):
-    problems = schema_disagreements(yaml.safe_load(SCHEMA.read_text()), BACKENDS)
-    text = "\n".join(problems)
-    assert "write `{enum: [transformers, vllm, openai, scripted, fake, plain]}`" in text
-    assert "add the settings fake takes:" in text and "const: fake" in text and "dtype: {enum: [auto, float16]}" in text
-    # the block it prints, pasted into the schema, is what the check wants
-    schema = yaml.safe_load(SCHEMA.read_text())
-    models = models_schema(schema)
-    models["properties"]["backend"]["enum"] = list(BACKENDS)
-    models["allOf"] += [yaml.safe_load(block_yaml(e))[0] for e in (FAKE, PLAIN)]
-    assert schema_disagreements(schema, BACKENDS) == []
+def test_a_registered_backend_is_in_the_schema(fake):
+    """A new backend needs no schema edit: its name and its settings' branch are generated."""
+    models = models_schema()
+    assert models["properties"]["backend"]["enum"] == [*BACKENDS] and "fake" in BACKENDS
+    fake_branch = next(b["then"] for b in models["allOf"] if b["if"]["properties"]["backend"]["const"] == "fake")
+    assert fake_branch["properties"]["dtype"] == {"enum": ["auto", "float16"]}
 
 
 def test_the_docs_list_every_capability():

@@ -14,6 +14,7 @@ from conftest import REPO, make_config, snakemake, write_config
 from lmad.backends.scripted import ScriptedBackend
 from lmad.committees import call_model, committee_param, crew, role_spec
 from lmad.config_checks import check_config
+from lmad.config_schema import schema_file
 from lmad.plan import Plan
 from lmad.prompts import load_prompt
 from lmad.protocols.debate import chair_rounds, protocol, run_round, setting_of
@@ -22,7 +23,7 @@ from lmad.schemas import read_table
 from lmad.stages.costs import by_model
 from test_plan import demo_config, wildcards
 
-SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
+SCHEMA = schema_file()
 ENV = {"PYTHONPATH": os.pathsep.join([str(REPO / "workflow"), str(REPO / "tests")])}
 WORD = {"a": "alpha", "b": "beta", "c": "gamma"}
 MODELS = {m: {"backend": "scripted", "model": m, "responder": f"committee_oracle:respond_{m}"} for m in "abc"}

@@ -9,8 +9,10 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config, validate
 
 from conftest import REPO, SMOLLM2, make_config, scripted_model, snakemake, write_config
+from lmad import config_schema
+from lmad.config_schema import schema_file
 
-SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
+SCHEMA = schema_file()  # the schema file with the registries' lists filled in, as a run validates
 OPENAI = {"backend": "openai", "model": "qwen2.5-7b", "base_url": "http://node:8001/v1", "revision": "abc",
           "max_concurrency": 64, "api_key_env": "MY_KEY", "timeout_s": 30, "max_retries": 3, "backoff_s": 0.5,
           "chat_template_kwargs": {"enable_thinking": False}, "resources": {"mem_mb": 2000}}
@@ -82,7 +84,7 @@ def test_a_typo_fails_the_dry_run_before_any_job(tmp_path):
 
 
 def backend_dtypes(backend: str) -> list[str]:
-    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    schema = config_schema.schema()
     branch = next(b["then"] for b in schema["properties"]["models"]["additionalProperties"]["allOf"]
                   if b["if"]["properties"]["backend"]["const"] == backend)
     return branch["properties"]["dtype"]["enum"]
@@ -110,3 +112,38 @@ def test_a_dtype_no_backend_takes_fails_the_dry_run(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "config models.m.dtype: 'float8' is not one of" in out, out[-3000:]
     assert "convert_model" not in out
+
+
+def test_the_registry_lists_are_filled_in_at_load(monkeypatch):
+    """Each `x-registry` node of the YAML is completed from its registry (lmad.config_schema): a
+    benchmark registered in-process is a dataset type at once, and the bare YAML keeps no list."""
+    from lmad.backends.base import CALL_ROLES
+    from lmad.data.benchmarks import BENCHMARKS, Benchmark
+    from lmad.protocols.debate import PROTOCOLS
+
+    raw = Path(config_schema.SCHEMA).read_text()
+    assert "x-registry: benchmarks" in raw and "hotpotqa, 2wikimultihopqa" not in raw
+    monkeypatch.setitem(BENCHMARKS, "toyqa", Benchmark("toyqa", lambda raw, where, seed: {}, "span", "ToyQA"))
+    props = config_schema.schema()["properties"]
+    assert props["datasets"]["additionalProperties"]["properties"]["type"]["enum"] == [*BENCHMARKS]
+    assert "toyqa" in BENCHMARKS
+    models = props["models"]["additionalProperties"]["properties"]
+    assert models["role_sampling"]["propertyNames"] == {"enum": list(CALL_ROLES)}
+    assert props["debate"]["properties"]["methods"]["propertyNames"] == {"enum": list(PROTOCOLS)}
+    prompts = props["prompts"]["properties"]
+    assert prompts["debater"] == {"type": "string", "default": "config/prompts/debater.txt"}
+    assert not any(config_schema.MARKER in str(node) for node in props.values())
+
+
+def test_a_backend_setting_without_a_type_and_an_unknown_marker_fail_naming_the_place(monkeypatch, tmp_path):
+    from lmad.backend_registry import BACKENDS, BackendEntry
+
+    monkeypatch.setitem(BACKENDS, "odd", BackendEntry("odd", "x:Y", frozenset({"model", "colour"}), chunk=1))
+    with pytest.raises(ValueError, match=r"models.additionalProperties.properties: give colour a type"):
+        config_schema.schema()
+    monkeypatch.delitem(BACKENDS, "odd")
+    bad = tmp_path / "schema" / "s.yaml"
+    bad.parent.mkdir()
+    bad.write_text("properties: {x: {x-registry: planets}}\n")
+    with pytest.raises(ValueError, match="properties.x: unknown x-registry 'planets'"):
+        config_schema.schema(bad)

@@ -5,10 +5,10 @@ import ast
 import re
 
 import pytest
-import yaml
 
 from conftest import REPO
-from lmad.data.convert import DATASETS
+from lmad import config_schema
+from lmad.data import DATASETS
 from lmad.registry import METHODS
 
 DOC = REPO / "docs" / "departures.md"
@@ -18,7 +18,7 @@ BULLET = re.compile(r"^- (?!`)")  # a departure; the tag legend's items open wit
 
 
 def schema_has(path: str) -> bool:
-    node = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())
+    node = config_schema.schema()
     for key in path.split("."):
         props = node.get("properties") if isinstance(node, dict) else None
         if not isinstance(props, dict) or key not in props:

@@ -17,6 +17,8 @@ import jsonschema
 import pytest
 import yaml
 
+from lmad import config_schema
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 DOCS = REPO / "docs"
@@ -188,7 +190,7 @@ def test_layout_table_paths_exist():
 
 
 def test_config_readme_lists_every_top_level_key():
-    schema = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
+    schema = config_schema.schema()
     lines = section(CONFIG_README, "Top-level keys")
     listed = {m.group(1) for line in lines if (m := re.match(r"\|\s*`([\w-]+)`\s*\|", line))}
     assert listed == set(schema["properties"]), (
@@ -204,7 +206,7 @@ def test_readme_example_config_is_valid():
     example = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if b.startswith("seed:")]
     assert len(example) == 1, "one example config (a yaml block starting with seed:) in 'Your own config'"
     config = yaml.safe_load(example[0])
-    schema = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
+    schema = config_schema.schema()
     errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
               for e in jsonschema.validators.validator_for(schema)(schema).iter_errors(config)]
     assert not errors, errors

@@ -29,8 +29,9 @@ LAYERS = [
     ("stages", ["lmad.stages"]),
     # Snakemake's side: the rule bridge, the warm worker, the planning, the config checks and the
     # forecast that reads the plan
-    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_checks", "lmad.plan", "lmad.slurm_placement", "lmad.report_check",
-              "lmad.forecast", "lmad.forecast_calls", "lmad.forecast_inputs", "lmad.studies"]),
+    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_schema", "lmad.config_checks", "lmad.plan",
+              "lmad.slurm_placement", "lmad.report_check", "lmad.forecast", "lmad.forecast_calls",
+              "lmad.forecast_inputs", "lmad.studies"]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 #: the layer of a module of a study's folder (lmad.studies.<name>.<module>), by its module name:

@@ -5,10 +5,9 @@ import pathlib
 import re
 
 import pytest
-import yaml
 from hypothesis import given, strategies as st
 
-from lmad import layout
+from lmad import config_schema, layout
 from lmad.registry import METHODS, TABLE2_METHODS, names
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -56,7 +55,7 @@ def test_parse_reads_the_end_of_a_path():
 
 
 def test_schema_method_enums_are_the_registry():
-    schema = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())
+    schema = config_schema.schema()
     props = schema["properties"]
     # methods are validated by their parts, <base>[@tone][+society]: every registry name matches,
     # and the pattern's bases are the registry's
@@ -80,10 +79,10 @@ def test_a_society_method_has_its_own_folder_and_parses_back():
 def test_schema_dataset_types_are_the_benchmarks_the_loaders_and_scorer_know():
     from lmad.answers.official import SCORING_RULES
     from lmad.data import DATASETS
-    from lmad.data.convert import ANSWER_TYPE
+    from lmad.data import ANSWER_TYPE
     from lmad.paper import DATASET_LABELS
 
-    props = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())["properties"]
+    props = config_schema.schema()["properties"]
     types = props["datasets"]["additionalProperties"]["properties"]["type"]["enum"]
     assert sorted(types) == sorted(DATASETS) == sorted(ANSWER_TYPE) == sorted(DATASET_LABELS)
     # official span/yes-no scripts for the benchmarks the judge scores; the others are scored by their type

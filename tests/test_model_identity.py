@@ -158,13 +158,10 @@ def test_the_role_override_reaches_the_wire():
 
 
 def test_every_call_role_is_in_the_schema_and_no_other():
-    from pathlib import Path
-
-    import yaml
-
     from lmad.backends.base import CALL_ROLES
+    from lmad.config_schema import schema as completed
 
-    schema = yaml.safe_load((Path(__file__).parents[1] / "config/schema/config.schema.yaml").read_text())
+    schema = completed()
     model = schema["properties"]["models"]["additionalProperties"]["properties"]
     assert model["role_sampling"]["propertyNames"]["enum"] == list(CALL_ROLES)
     with pytest.raises(ValueError, match="unknown call role 'chair'"):

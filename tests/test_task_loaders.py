@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from conftest import REPO, UPSTREAM, needs_upstream
 from lmad.data import ANSWER_TYPE as EXPORTED_TYPES
 from lmad.data import DataError, load_dataset_spec, load_jsonl, record_from_raw
-from lmad.data.convert import ANSWER_TYPE, DATASETS
+from lmad.data import ANSWER_TYPE, DATASETS
 from lmad.data.tasks import LETTERS, _shuffled
 from lmad.schemas import TABLES, read_table, write_table
 

@@ -6,9 +6,8 @@ here: the call-cache chunk size (``open_backend``), which jobs load a model in t
 the config check of layer D), which run on GPUs (``lmad.job_resources``), which load perturbed
 weights (rules/societies.smk), the dtype each loads with (``identity``), the test double that a
 user config cannot name (``lmad.config_checks``). The config schema's backend enum, dtype enums
-and per-backend allowed keys are checked against it (tests/test_backend_registry.py names what
-to add). Adding a backend is its module plus one ``register`` call below (docs/backends.md
-"Adding a backend").
+and per-backend allowed keys are filled in from it at load (``lmad.config_schema``). Adding a
+backend is its module plus one ``register`` call below (docs/backends.md "Adding a backend").
 
 Data only: a backend's module is imported on first use (``BackendEntry.load``), so importing
 this imports no torch or vLLM, and nothing of lmad: a job's script process reads it (the warm

@@ -22,8 +22,9 @@ from .societies import PoolAgent
 
 #: The committee roles that are no agent, each with the model it runs on (config ``roles``).
 ROLES = ("extractor", "localizer", "resolver", "relation_check", "debate_judge", "chair")
-#: Which role makes the calls of each LMAD trace call-log role and each debate step of no agent.
-CALL_ROLES = {"extractor": "extractor", "localizer": "localizer", "resolver": "resolver",
+#: Which committee role makes the calls of each LMAD trace call-log role and each debate step of
+#: no agent (call roles themselves: lmad.backends.base.CALL_ROLES).
+ROLE_OF_STEP = {"extractor": "extractor", "localizer": "localizer", "resolver": "resolver",
               "relation": "relation_check", "judge": "debate_judge", "moderator": "debate_judge", "chair": "chair"}
 #: Trace and step roles that an agent speaks in (its member's model makes the call).
 AGENT_ROLES = ("solver", "debater")
@@ -112,6 +113,6 @@ def call_model(members: Sequence[str], roles: dict[str, str], role: str, agent: 
     """The model of one call row: an agent's role (solver, debater, any debate step of agent
     i >= 0) is member i's (``members[i mod K]``), a role of no agent is its role model, any other
     non-agent call the first member's."""
-    if agent >= 0 and (role in AGENT_ROLES or role not in CALL_ROLES):
+    if agent >= 0 and (role in AGENT_ROLES or role not in ROLE_OF_STEP):
         return members[agent % len(members)]
-    return roles.get(CALL_ROLES.get(role, ""), members[0])
+    return roles.get(ROLE_OF_STEP.get(role, ""), members[0])

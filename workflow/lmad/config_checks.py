@@ -15,10 +15,10 @@ def schema_error(config: dict, schema_file: str) -> str | None:
     """The schema's most relevant complaint about ``config`` as one line naming the key, or None.
     (Snakemake's own message prints the whole schema, hundreds of lines, around it.)"""
     import jsonschema
-    import yaml
 
-    with open(schema_file) as fh:
-        schema = yaml.safe_load(fh)
+    from .config_schema import schema as completed
+
+    schema = completed(schema_file)  # the registries' lists filled in (lmad.config_schema)
     validator = jsonschema.validators.validator_for(schema)(schema)
     best = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if best is None:

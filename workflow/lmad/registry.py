@@ -11,10 +11,10 @@ debate     every protocol of lmad.protocols.debate.methods   rule debate_predict
 =========  ================================================  ================  ==========
 
 The rules (wildcard constraints, which predictions rule serves a method, which tables
-exist), the paper (labels, Table 2's columns) and a test of the config schema's method
-enum all read this table. A debate method that reuses existing stage kinds is one
-``Protocol`` entry (plus its prompts); an LMAD guard policy is one entry here plus its
-checks in ``commit_guard.REQUIRED``.
+exist), the paper (labels, Table 2's columns) and the config schema's method pattern and
+``debate.methods`` names (filled in at load, ``lmad.config_schema``) all read this table.
+A debate method that reuses existing stage kinds is one ``Protocol`` entry (plus its prompts);
+an LMAD guard policy is one entry here plus its checks in ``commit_guard.REQUIRED``.
 """
 from __future__ import annotations
 

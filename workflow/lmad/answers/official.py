@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from typing import Sequence
 
+from ..data.benchmarks import BENCHMARKS
 from .text import normalize_hotpot
 
 def _as_list(golds: str | Sequence[str]) -> list[str]:
@@ -21,10 +22,9 @@ def _as_list(golds: str | Sequence[str]) -> list[str]:
     return [g for g in golds if g is not None]
 
 
-#: Benchmark → official scoring rules.  2WikiMultiHopQA's official script is HotpotQA's
-#: (adapted, same normalization and F1 special case); its aliases come from the data.
-SCORING_RULES = {"hotpotqa": "hotpotqa", "2wikimultihopqa": "hotpotqa", "musique": "musique",
-                 "strategyqa": "yes_no"}
+#: Benchmark → official scoring rules (each benchmark's ``scoring``, lmad.data.benchmarks).
+#: 2WikiMultiHopQA's official script is HotpotQA's; its aliases come from the data.
+SCORING_RULES = {b.name: b.scoring for b in BENCHMARKS.values() if b.scoring}
 _SHARD = re.compile(r"\.shard\d+$")
 
 

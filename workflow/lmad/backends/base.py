@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 ROLES = ("system", "user", "assistant")
 #: who makes a call (``ChatRequest.role``): the names a model's ``role_sampling`` overrides
-#: (config ``models.<name>.role_sampling``; the schema's enum is checked against this list)
+#: (config ``models.<name>.role_sampling``, whose enum lmad.config_schema fills in from this list)
 CALL_ROLES = ("solver", "debater", "extractor", "localizer", "resolver", "relation_check", "judge",
               "finalizer", "jury", "rubric", "self_report", "pushback", "probe")
 # json.dumps(..., sort_keys=True, ensure_ascii=False) without building an encoder per call

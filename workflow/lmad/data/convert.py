@@ -1,4 +1,5 @@
-"""Convert one raw benchmark record into the canonical question record.
+"""The canonical question record, and the multi-hop benchmarks' converters into it
+(``lmad.data.benchmarks.record_from_raw`` converts a raw row by its benchmark's record).
 
 Canonical record (a plain dict)::
 
@@ -6,13 +7,13 @@ Canonical record (a plain dict)::
      "aliases", "qtype", "supporting_facts": [{"title", "sent_id", "paragraph"}], "source",
      "answer_type", "choices", "choice_order", "survey"}
 
-``answer_type`` is the benchmark's ``ANSWER_TYPE`` (how replies are read and scored);
+``answer_type`` is the benchmark's (``lmad.data.benchmarks``: how replies are read and scored);
 ``choices`` the option texts in the order shown to the model (``[]`` without options);
 ``choice_order[i]`` the source index of the option shown at position ``i`` (``[]`` when
 shown as stored); ``survey`` GlobalOpinionQA's JSON object country -> one probability per
 option ("" otherwise). This module converts the multi-hop benchmarks; ``lmad.data.tasks``
 the math, multiple-choice, truthfulness and opinion ones (no passages: empty ``context``
-and ``supporting_facts``).
+and ``supporting_facts``); ``lmad.data.benchmarks`` registers each and builds the record.
 
 ``paragraph`` is the supporting paragraph's index in ``context``. MuSiQue repeats titles
 (in 33 of 100 real dev questions another paragraph has a supporting paragraph's title), so
@@ -43,18 +44,6 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Callable
-
-from .tasks import CONVERTERS as TASK_CONVERTERS
-from .tasks import TaskDataError
-
-MULTIHOP = ("hotpotqa", "2wikimultihopqa", "musique", "strategyqa")
-DATASETS = (*MULTIHOP, *TASK_CONVERTERS)
-
-#: each benchmark's answer type (``lmad.answers``): how replies are read, compared and scored
-ANSWER_TYPE = {"hotpotqa": "span", "2wikimultihopqa": "span", "musique": "span", "strategyqa": "yes_no",
-               "gsm8k": "numeric", "aime": "numeric", "amc12": "numeric", "math500": "math", "olympiadbench": "math",
-               "gpqa-diamond": "choice", "mmlu": "choice", "mmlu-redux": "choice", "truthfulqa": "choice",
-               "globalopinionqa": "opinion"}
 
 STRATEGYQA_TITLE = "Facts"
 
@@ -241,12 +230,16 @@ _CONVERTERS: dict[str, Callable[[dict, str], dict]] = {
 }
 
 
-def check_dataset(dataset: str) -> None:
-    if dataset not in DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+def multihop_fields(benchmark: str) -> Callable[[dict, str, int], dict]:
+    """The converter of a multi-hop benchmark (its registered ``convert``): no options, no survey."""
+    convert = _CONVERTERS[benchmark]
+
+    def fields(raw: dict, where: str, seed: int) -> dict:
+        return convert(raw, where) | {"choices": [], "choice_order": [], "survey": ""}
+    return fields
 
 
-def _check_facts(facts: list[dict], context: list[dict], where: str) -> None:
+def check_facts(facts: list[dict], context: list[dict], where: str) -> None:
     """Every supporting fact names a paragraph of the context and one of its sentences: the
     LMAD guard and ``max_context_chars`` trimming rely on it, so a fact pointing elsewhere
     (a title absent from the context, sentence 99) is an error, not a silently dropped fact."""
@@ -262,51 +255,7 @@ def _check_facts(facts: list[dict], context: list[dict], where: str) -> None:
                                        f"{len(sentences)} sentence(s)")
 
 
-def record_from_raw(raw: dict, dataset: str, where: str, source: str | None = None,
-                    name: str | None = None, seed: int = 0) -> dict:
-    """Canonical record for one raw row of benchmark ``dataset``, original or HF shape.
-
-    ``where`` ("file line 7") prefixes every error; ``source`` (file path or "hf:<id>")
-    is stored in the record and defaults to ``where``. ``name``: the config's name for the
-    dataset (``hotpotqa-dev``), stored as ``dataset``; the benchmark is stored as
-    ``benchmark`` and decides conversion and scoring. It defaults to the benchmark. ``seed``
-    draws the option order of choice benchmarks that store the correct option in a fixed place.
-    """
-    check_dataset(dataset)
-    if not isinstance(raw, dict):
-        raise DataError(f"{where}: expected a JSON object, got {type(raw).__name__}")
-    if dataset in TASK_CONVERTERS:
-        try:
-            fields = TASK_CONVERTERS[dataset](raw, where, seed)
-        except TaskDataError as err:
-            raise DataError(str(err)) from None
-    else:
-        fields = _CONVERTERS[dataset](raw, where)
-        fields |= {"answer_type": ANSWER_TYPE[dataset], "choices": [], "choice_order": [], "survey": ""}
-    first = {}
-    for i, p in enumerate(fields["context"]):
-        first.setdefault(p["title"], i)
-    facts = [f if "paragraph" in f else {**f, "paragraph": first.get(f["title"])} for f in fields["supporting_facts"]]
-    _check_facts(facts, fields["context"], where)
-    fields["supporting_facts"] = facts
-    return {
-        "qid": fields["qid"],
-        "dataset": name or dataset,
-        "benchmark": dataset,
-        "question": fields["question"],
-        "context": fields["context"],
-        "answer": fields["answer"],
-        "aliases": fields["aliases"],
-        "qtype": fields["qtype"],
-        "supporting_facts": fields["supporting_facts"],
-        "source": where if source is None else source,
-        "answer_type": fields["answer_type"],
-        "choices": fields["choices"],
-        "choice_order": fields["choice_order"],
-        "survey": fields["survey"],
-    }
-
-
-def is_unanswerable(raw: Any, dataset: str) -> bool:
-    """MuSiQue-full rows flagged unanswerable have no answer to score; loaders skip them."""
-    return dataset == "musique" and isinstance(raw, dict) and raw.get("answerable") is False
+def musique_unanswerable(raw: Any, keep_all: bool, where: str) -> str | None:
+    """MuSiQue-full rows flagged unanswerable have no answer to score; loaders skip them (MuSiQue's
+    ``skip``, lmad.data.benchmarks)."""
+    return "unanswerable {benchmark} rows" if isinstance(raw, dict) and raw.get("answerable") is False else None

@@ -19,36 +19,32 @@ import logging
 from pathlib import Path
 from typing import Iterable
 
-from .convert import DATASETS, DataError, check_dataset, is_unanswerable, merge_aliases, record_from_raw
-from .tasks import TaskDataError, excluded
+from .benchmarks import BENCHMARKS, DATASETS, check_dataset, record_from_raw
+from .convert import DataError, merge_aliases
+from .tasks import TaskDataError
 
 log = logging.getLogger(__name__)
-
-
-# benchmarks whose rows usually carry no id, so their qid is a content hash (lmad.data.tasks)
-_CONTENT_IDS = {"gsm8k", "mmlu", "mmlu-redux", "truthfulqa", "globalopinionqa"}
 
 
 def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
                   id_aliases: dict[str, list[str]] | None = None, name: str | None = None, seed: int = 0,
                   keep_all: bool = False) -> list[dict]:
-    """Records for (where, raw) rows; skips unanswerable MuSiQue rows (and MMLU-Redux rows marked
-    erroneous, unless ``keep_all``) and logs how many. ``id_aliases`` (2Wiki's answer_id →
+    """Records for (where, raw) rows; skips the rows the benchmark's ``skip`` leaves out (unanswerable
+    MuSiQue rows, MMLU-Redux rows marked erroneous unless ``keep_all``) and logs how many. ``id_aliases`` (2Wiki's answer_id →
     aliases) extends each record's aliases; ``seed`` draws shuffled option orders. A repeated
     qid is an error, except a verbatim repeat of a row whose qid is a content hash (the same
     question twice in a copy without ids), which is kept once and logged."""
     check_dataset(dataset)
-    records, first_seen, unanswerable, erroneous, repeats = [], {}, 0, 0, 0
+    skip = BENCHMARKS[dataset].skip
+    records, first_seen, skipped, repeats = [], {}, {}, 0
     for where, raw in rows:
-        if is_unanswerable(raw, dataset):
-            unanswerable += 1
-            continue
         try:
-            if excluded(raw, dataset, keep_all, where):
-                erroneous += 1
-                continue
+            why = skip(raw, keep_all, where) if skip else None
         except TaskDataError as err:
             raise DataError(str(err)) from None
+        if why:
+            skipped[why] = skipped.get(why, 0) + 1
+            continue
         record = record_from_raw(raw, dataset, where, source=source, name=name, seed=seed)
         extra = (id_aliases or {}).get(raw.get("answer_id")) if isinstance(raw.get("answer_id"), str) else None
         if extra:
@@ -56,17 +52,14 @@ def _convert_rows(rows: Iterable[tuple[str, object]], dataset: str, source: str,
         # Results are keyed by qid downstream, so a repeat would silently overwrite one.
         if record["qid"] in first_seen:
             first_where, first = first_seen[record["qid"]]
-            if dataset in _CONTENT_IDS and record == first:
+            if BENCHMARKS[dataset].content_ids and record == first:
                 repeats += 1  # a content-hashed row repeated verbatim: one question, kept once
                 continue
             raise DataError(f"{where}: duplicate qid {record['qid']!r} (first at {first_where})")
         first_seen[record["qid"]] = (where, record)
         records.append(record)
-    if unanswerable:
-        log.warning("%s: skipped %d unanswerable %s rows", source, unanswerable, dataset)
-    if erroneous:
-        log.warning("%s: skipped %d %s rows marked erroneous (error_type other than 'ok'; keep_all: true keeps "
-                    "them)", source, erroneous, dataset)
+    for why, count in skipped.items():
+        log.warning("%s: skipped %d %s", source, count, why.format(benchmark=dataset))
     if repeats:
         log.warning("%s: skipped %d %s rows repeating an earlier row verbatim", source, repeats, dataset)
     return records

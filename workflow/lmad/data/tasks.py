@@ -77,10 +77,11 @@ def _qid(raw: dict, names: tuple[str, ...], benchmark: str, text: str) -> str:
     return f"{benchmark}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
-def _fields(qid, question, answer, qtype, answer_type, choices=(), order=(), aliases=(), survey="") -> dict:
+def _fields(qid, question, answer, qtype, choices=(), order=(), aliases=(), survey="") -> dict:
+    """The canonical question's fields (its answer type is the benchmark's, ``lmad.data.benchmarks``)."""
     return {"qid": qid, "question": question, "context": [], "answer": answer, "aliases": list(aliases),
-            "qtype": qtype, "supporting_facts": [], "answer_type": answer_type, "choices": list(choices),
-            "choice_order": list(order), "survey": survey}
+            "qtype": qtype, "supporting_facts": [], "choices": list(choices), "choice_order": list(order),
+            "survey": survey}
 
 
 def _shuffled(options: list[str], correct: int, seed: int, qid: str) -> tuple[list[str], list[int], str]:
@@ -93,31 +94,31 @@ def _shuffled(options: list[str], correct: int, seed: int, qid: str) -> tuple[li
 
 # ----------------------------------------------------------------------------- math
 
-def _gsm8k(raw: dict, where: str, seed: int) -> dict:
+def gsm8k(raw: dict, where: str, seed: int) -> dict:
     question = _text(raw, ("question",), where)
     solution = _text(raw, ("answer",), where)
     m = re.search(r"####\s*(.+?)\s*$", solution)
     gold = m.group(1).replace(",", "").strip() if m else ""
     if not _NUMBER.fullmatch(gold):
         raise _error(where, "answer", f"expected a worked solution ending in '#### <number>', got ...{solution[-30:]!r}")
-    return _fields(_qid(raw, ("id", "qid"), "gsm8k", question), question, gold, "gsm8k", "numeric")
+    return _fields(_qid(raw, ("id", "qid"), "gsm8k", question), question, gold, "gsm8k")
 
 
-def _math500(raw: dict, where: str, seed: int) -> dict:
+def math500(raw: dict, where: str, seed: int) -> dict:
     problem = _text(raw, ("problem",), where)
     return _fields(_qid(raw, ("unique_id", "id"), "math500", problem), problem, _text(raw, ("answer",), where),
-                   str(raw.get("subject") or "math500"), "math")
+                   str(raw.get("subject") or "math500"))
 
 
-def _numeric_contest(benchmark: str) -> Callable[[dict, str, int], dict]:
+def numeric_contest(benchmark: str) -> Callable[[dict, str, int], dict]:
     def convert(raw: dict, where: str, seed: int) -> dict:
         problem = _text(raw, ("problem", "Problem", "question"), where)
         return _fields(_qid(raw, ("id", "ID", "url"), benchmark, problem), problem,
-                       _text(raw, ("answer", "Answer"), where), benchmark, "numeric")
+                       _text(raw, ("answer", "Answer"), where), benchmark)
     return convert
 
 
-def _olympiadbench(raw: dict, where: str, seed: int) -> dict:
+def olympiadbench(raw: dict, where: str, seed: int) -> dict:
     question = _text(raw, ("question",), where)
     context = raw.get("context")
     if isinstance(context, str) and context.strip():
@@ -132,7 +133,7 @@ def _olympiadbench(raw: dict, where: str, seed: int) -> dict:
         raise _error(where, name, "expected a non-empty list of answer strings")
     gold = ", ".join(f.strip() for f in finals) if raw.get("is_multiple_answer") else finals[0].strip()
     return _fields(_qid(raw, ("id",), "olympiadbench", question), question, gold,
-                   str(raw.get("subfield") or "olympiadbench"), "math")
+                   str(raw.get("subfield") or "olympiadbench"))
 
 
 # ----------------------------------------------------------------------------- choice
@@ -150,7 +151,7 @@ def _options(raw: dict, names: tuple[str, ...], where: str) -> tuple[str, list[s
     return name, [str(c).strip() for c in value]
 
 
-def _mmlu(raw: dict, where: str, seed: int) -> dict:
+def mmlu(raw: dict, where: str, seed: int) -> dict:
     question = _text(raw, ("question",), where)
     name, choices = _options(raw, ("choices",), where)
     key, answer = _get(raw, ("answer",), where)
@@ -163,19 +164,19 @@ def _mmlu(raw: dict, where: str, seed: int) -> dict:
     subject = str(raw.get("subject") or "mmlu")
     qid = _qid(raw, ("id", "qid"), "mmlu", f"{subject}\0{question}\0{choices}")
     # MMLU already places the correct option at random: shown as stored
-    return _fields(qid, question, LETTERS[index], subject, "choice", choices)
+    return _fields(qid, question, LETTERS[index], subject, choices)
 
 
-def _gpqa(raw: dict, where: str, seed: int) -> dict:
+def gpqa(raw: dict, where: str, seed: int) -> dict:
     question = _text(raw, ("Question", "question"), where)
     correct = _text(raw, ("Correct Answer",), where)
     wrong = [_text(raw, (f"Incorrect Answer {i}",), where) for i in (1, 2, 3)]
     qid = _qid(raw, ("Record ID", "id"), "gpqa", question)
     shown, order, gold = _shuffled([correct, *wrong], 0, seed, qid)
-    return _fields(qid, question, gold, str(raw.get("Subdomain") or "gpqa"), "choice", shown, order)
+    return _fields(qid, question, gold, str(raw.get("Subdomain") or "gpqa"), shown, order)
 
 
-def _truthfulqa(raw: dict, where: str, seed: int) -> dict:
+def truthfulqa(raw: dict, where: str, seed: int) -> dict:
     question = _text(raw, ("question",), where)
     name, mc1 = _get(raw, ("mc1_targets",), where)
     if isinstance(mc1, str):
@@ -196,7 +197,7 @@ def _truthfulqa(raw: dict, where: str, seed: int) -> dict:
         raise _error(where, name, f"mc1 labels must mark exactly one choice with 1, got {labels!r:.60}")
     qid = _qid(raw, ("id",), "truthfulqa", question)
     shown, order, gold = _shuffled([str(c).strip() for c in choices], labels.index(1), seed, qid)
-    return _fields(qid, question, gold, "truthfulqa", "choice", shown, order)
+    return _fields(qid, question, gold, "truthfulqa", shown, order)
 
 
 # ----------------------------------------------------------------------------- opinion
@@ -224,7 +225,7 @@ def _literal(text: str, where: str, field: str, brackets: str) -> Any:
                                    f"{text[:80]!r}") from None
 
 
-def _globalopinionqa(raw: dict, where: str, seed: int) -> dict:
+def globalopinionqa(raw: dict, where: str, seed: int) -> dict:
     question = _text(raw, ("question",), where)
     name, options = _get(raw, ("options",), where)
     options = _literal(options, where, name, "[]") if isinstance(options, str) else options
@@ -246,21 +247,17 @@ def _globalopinionqa(raw: dict, where: str, seed: int) -> dict:
     survey_json = json.dumps(survey, sort_keys=True)
     # the survey is part of the content: one question asked with the same options in two waves
     qid = _qid(raw, ("id",), "globalopinionqa", f"{source}\0{question}\0{options}\0{survey_json}")
-    return _fields(qid, question, "", source, "opinion", [str(o).strip() for o in options], survey=survey_json)
+    return _fields(qid, question, "", source, [str(o).strip() for o in options], survey=survey_json)
 
 
-CONVERTERS: dict[str, Callable[[dict, str, int], dict]] = {
-    "gsm8k": _gsm8k, "math500": _math500, "aime": _numeric_contest("aime"), "amc12": _numeric_contest("amc12"),
-    "olympiadbench": _olympiadbench, "gpqa-diamond": _gpqa, "mmlu": _mmlu, "mmlu-redux": _mmlu,
-    "truthfulqa": _truthfulqa, "globalopinionqa": _globalopinionqa,
-}
-
-
-def excluded(raw: Any, benchmark: str, keep_all: bool, where: str = "") -> bool:
+def mmlu_redux_erroneous(raw: Any, keep_all: bool, where: str = "") -> str | None:
     """MMLU-Redux rows its annotators marked as erroneous (``error_type`` other than "ok":
     wrong_groundtruth, no_correct_answer, multiple_correct_answers, bad_question_clarity, ...)
-    are left out unless ``keep_all``; a row without ``error_type`` is an error naming it."""
-    if benchmark != "mmlu-redux" or not isinstance(raw, dict):
-        return False
+    are left out unless ``keep_all``; a row without ``error_type`` is an error naming it.
+    MMLU-Redux's ``skip`` (lmad.data.benchmarks): why a row is left out, for the log, or None."""
+    if not isinstance(raw, dict):
+        return None
     error_type = _text(raw, ("error_type",), where).lower()
-    return error_type != "ok" and not keep_all
+    if error_type != "ok" and not keep_all:
+        return "{benchmark} rows marked erroneous (error_type other than 'ok'; keep_all: true keeps them)"
+    return None

@@ -10,12 +10,11 @@
 ``viewer``   one self-contained HTML trace viewer.
 """
 
+from ..data.benchmarks import BENCHMARKS
 from ..registry import METHODS
 
-DATASET_LABELS = {"hotpotqa": "HotpotQA", "2wikimultihopqa": "2Wiki", "musique": "MuSiQue", "strategyqa": "StrategyQA",
-                  "gsm8k": "GSM8K", "math500": "MATH500", "aime": "AIME", "amc12": "AMC12",
-                  "olympiadbench": "OlympiadBench", "gpqa-diamond": "GPQA-Diamond", "mmlu": "MMLU",
-                  "mmlu-redux": "MMLU-Redux", "truthfulqa": "TruthfulQA", "globalopinionqa": "GlobalOpinionQA"}
+#: each benchmark's label (lmad.data.benchmarks)
+DATASET_LABELS = {b.name: b.label for b in BENCHMARKS.values()}
 
 
 def label(name: str) -> str:
