@@ -560,7 +560,7 @@ class Plan:
         them and the run has a debate method."""
         if not (self.config["paper"].get("truemad") and self.debate_methods):
             return []
-        return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6") for ext in ("csv", "md")]
+        return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6", "tables7-9") for ext in ("csv", "md")]
 
     def benchmarks(self) -> dict[str, str]:
         """{dataset: its benchmark (the dataset's ``type``, else its name)}: datasets of one benchmark
