@@ -13,6 +13,7 @@ rule jury:
     input:
         questions=plan.configured_questions(),
         predictions=plan.jury_predictions,
+        syntheses=plan.jury_syntheses,
         prompt=config["prompts"]["jury_subscores" if config["jury"]["subscores"] else "jury"],
         **JUROR_MODEL.input,
     output:

@@ -13,7 +13,7 @@ from lmad.data import ANSWER_TYPE, dataset_type
 from lmad.protocols.debate import setting_of
 from test_profiles import planned_jobs
 
-CONFIGS = ("truemad", "wdh", "opinion", "du-et-al")
+CONFIGS = ("truemad", "wdh", "opinion", "opinion-probe", "du-et-al")
 
 
 @cache
@@ -99,15 +99,26 @@ def test_layered_disagreement():
     config, jobs = plan("opinion")
     assert {dataset_type(d, s) for d, s in config["datasets"].items()} == {"globalopinionqa", "gpqa-diamond"}
     assert config["datasets"]["globalopinionqa"]["n"] == 50
-    # the three tones, three members, three debate rounds (rounds 0..3); sc: no debate
-    assert rounds_per_method(jobs) == {m: set(range(4)) for m in ("mad", "mad@friendly", "mad@hostile")}
+    # one committee of three models with a chairman; the chair debates three rounds (rounds 0..3) at the
+    # three tones, chair-none (NONE) goes from the drafts to the chairman; sc: no debate
+    assert wildcard(jobs, "judge", "backbone") == {"tri3"}
+    assert rounds_per_method(jobs) == {**{m: set(range(4)) for m in ("chair", "chair@friendly", "chair@hostile")},
+                                       "chair-none": {0}}
     assert wildcard(jobs, "predict", "method") == {"sc"}
-    assert len(setting_of("mad@hostile", config).temperatures) == 3
-    assert {"pushback_validation", "pushback", "probe", "probe_table", "disagreement_table", "jury",
-            "jury_table", "opinion_table"} <= set(rules_of(jobs))
+    assert len(setting_of("chair@hostile", config, "tri3").temperatures) == 3
+    assert {"pushback_validation", "pushback", "disagreement_table", "jury", "jury_table", "opinion_table",
+            "costs_by_model"} <= set(rules_of(jobs))
     assert rules_of(jobs)["jury"] == len(config["backbones"]) * len(config["jury"]["judges"])
-    # the judges come from families no backbone is of
-    assert not {config["judge"]["model"], *config["jury"]["judges"]} & set(config["backbones"])
+    # the judges come from families no member is of
+    members = {m["model"] for m in config["committees"]["tri3"]["members"]}
+    assert not {config["judge"]["model"], *config["jury"]["judges"]} & members
+
+
+def test_layered_disagreement_layer_d():
+    config, jobs = plan("opinion-probe")
+    assert {d: s["n"] for d, s in config["datasets"].items()} == {"globalopinionqa": 50}
+    assert rules_of(jobs)["probe"] == len(config["backbones"]) == 3 and "probe_table" in rules_of(jobs)
+    assert config["judge"]["model"] not in config["backbones"]
 
 
 def test_du_et_al():

@@ -765,5 +765,10 @@ class Plan:
         """The final answers of the jury's two methods on every dataset of one backbone."""
         return [layout.predictions(wildcards.backbone, d, m) for d in self.datasets for m in self.jury["pair"]]
 
+    def jury_syntheses(self, wildcards) -> list[str]:
+        """The last round's steps of each of the jury's methods that ends in a chair: its synthesis."""
+        return [layout.debate_round(wildcards.backbone, d, m, self.rounds_of(m)[-1], "_steps") for d in self.datasets
+                for m in self.jury["pair"] if METHODS[m].protocol is not None and METHODS[m].protocol.final == "chair"]
+
     def jury_verdict_tables(self, wildcards=None) -> list[str]:
         return [layout.disagreement(b, f"jury_{j}.parquet") for b in self.backbones for j in self.jurors]

@@ -35,7 +35,8 @@ def setting_of(method: str, config: dict, backbone: str | None = None) -> Settin
     """A method's resolved setting from the whole workflow config (a toned variant,
     ``mad@hostile``, takes its base method's setting; a society variant, ``mad+ac-greedy``,
     its rounds and manners, with the society's members as agents; on a committee ``backbone``,
-    its members are the agents). The chair's rounds come from its timing (config ``chair``)."""
+    its members are the agents). The chair's rounds come from its timing (config ``chair``);
+    ``chair-none`` is the chair at timing ``none`` whatever the config's timing."""
     name, selector = split_society(split_tone(method)[0])
     debate, personas = config.get("debate") or {}, config["agents"]["temperatures"]
     if backbone is not None and committees.is_committee(config, backbone):
@@ -49,4 +50,6 @@ def setting_of(method: str, config: dict, backbone: str | None = None) -> Settin
     else:
         setting = society_setting(protocol(name), debate, selector, configured_size(method, selector, config),
                                   size_key(selector))
-    return replace(setting, rounds=chair_rounds(config)) if name == "chair" else setting
+    if name == "chair":
+        return replace(setting, rounds=chair_rounds(config))
+    return replace(setting, rounds=0) if name == "chair-none" else setting
