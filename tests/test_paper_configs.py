@@ -129,3 +129,34 @@ def test_du_et_al():
     setting = setting_of("mad", config)
     assert len(setting.temperatures) == 3 and setting.shares_proposals
     assert wildcard(jobs, "predict", "method") == {"cot", "sc"}
+
+
+def test_du_et_al_agent_and_round_scaling_overlay():
+    """config/du-et-al-scaling.yaml over config/du-et-al.yaml: every agent count a backbone of its own
+    (a committee of copies of the one model), MAD over four revision rounds."""
+    config = yaml.safe_load((REPO / "config" / "du-et-al.yaml").read_text())
+    overlay = yaml.safe_load((REPO / "config" / "du-et-al-scaling.yaml").read_text())
+    config |= {k: v if not isinstance(v, dict) or k not in config else {**config[k], **v} for k, v in overlay.items()}
+    jobs = planned_jobs("--forceall", "--configfile", "config/du-et-al.yaml", "config/du-et-al-scaling.yaml")
+    counts = {b: len(setting_of("mad", config, b).temperatures) for b in config["backbones"]}
+    assert counts == {"agents-2": 2, "gpt-3.5-turbo": 3, "agents-4": 4, "agents-5": 5, "agents-6": 6}
+    assert all({m["model"] for m in c["members"]} == {"gpt-3.5-turbo"} for c in config["committees"].values())
+    per_backbone = defaultdict(set)
+    for rule, w, _ in jobs:
+        if rule == "debate_round":
+            per_backbone[w["backbone"]].add(int(w["debate_round"]))
+    assert per_backbone == {b: set(range(5)) for b in counts}
+    assert {"paper_table1", "paper_dynamics"} <= set(rules_of(jobs))
+
+
+def test_du_et_al_cross_model_debate():
+    config = yaml.safe_load((REPO / "config" / "du-et-al-cross-model.yaml").read_text())
+    jobs = planned_jobs("--forceall", "--configfile", "config/du-et-al-cross-model.yaml")
+    assert {d: s["n"] for d, s in config["datasets"].items()} == {"gsm8k": 20}
+    (name,) = config["committees"]
+    members = [m["model"] for m in config["committees"][name]["members"]]
+    assert len(set(members)) == 2 and config["backbones"] == [*members, name]
+    assert all(config["models"][m]["backend"] == "openai" for m in members)
+    assert rounds_per_method(jobs) == {"mad": {0, 1}}
+    assert wildcard(jobs, "debate_round", "backbone") == set(config["backbones"])
+    assert len(setting_of("mad", config, name).temperatures) == 2
