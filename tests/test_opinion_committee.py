@@ -7,7 +7,6 @@ import copy
 import os
 
 import polars as pl
-import pytest
 import yaml
 from snakemake.utils import validate
 

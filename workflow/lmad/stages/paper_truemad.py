@@ -37,7 +37,8 @@ COMPOSITION_CAPTION = ("\nEach method's questions grouped by how many of its age
 
 
 def truemad_tables(questions: list[str], rounds: list[str], table1_csv: str, table1_md: str, rounds_csv: str,
-                   rounds_md: str, compositions_csv: str, compositions_md: str, benchmarks: dict[str, str], methods: list[str], provenance: dict) -> None:
+                   rounds_md: str, compositions_csv: str, compositions_md: str, benchmarks: dict[str, str],
+                   methods: list[str], provenance: dict) -> None:
     from ..paper.dynamics import correctness_by_round
     from ..paper.figures import group_rounds
     from .units import read_golds
