@@ -178,7 +178,7 @@ rule paper_dynamics:
         "../workflow/scripts/stage.py"
 
 
-# TrueMAD's Table 1 and Tables 4-6 (config paper.truemad): every seed of every backbone, AIME's copies
+# TrueMAD's Table 1, Tables 4-6 and 7-9 (config paper.truemad): every seed of every backbone, AIME's copies
 # pooled into one benchmark (lmad.paper.truemad)
 rule paper_truemad:
     input:
@@ -189,6 +189,8 @@ rule paper_truemad:
         table1_md=paper_report("truemad/table1.md", "truemad_table1"),
         rounds_csv=layout.paper("truemad/tables4-6.csv"),
         rounds_md=paper_report("truemad/tables4-6.md", "truemad_rounds"),
+        compositions_csv=layout.paper("truemad/tables7-9.csv"),
+        compositions_md=paper_report("truemad/tables7-9.md", "truemad_compositions"),
     log:
         "logs/paper/truemad.log",
     params:

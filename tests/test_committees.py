@@ -173,6 +173,9 @@ def test_the_chair_timing_sets_its_rounds():
     assert chair_rounds({"chair": {"timing": "per_turn", "rounds": 2}}) == 2
     config = demo_config(methods=["chair"], chair={"timing": "none"})
     assert setting_of("chair", config).rounds == 0 and setting_of("chair@hostile", config).rounds == 0
+    for timing in ("none", "after", "per_turn"):  # chair-none: the no-debate synthesis beside any timing
+        config = demo_config(methods=["chair", "chair-none"], chair={"timing": timing})
+        assert setting_of("chair-none", config).rounds == 0 and setting_of("chair-none@hostile", config).rounds == 0
 
 
 def test_the_mixed_config_validates():

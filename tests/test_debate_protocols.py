@@ -439,10 +439,11 @@ def test_every_method_at_the_defaults_has_the_documented_call_count():
         return f"Answer: {['Alpha', 'Beta', 'Gamma'][PERSONAS.index(req.temperature)]}"
 
     expected = {"mad": 9, "consensus": 9, "promptmad": 9, "truemad": 21, "computemad": 21, "selfadvicemad": 21,
-                "dmad-manners": 12, "truedmad": 24, "dmad": 10, "chair": 10}
+                "dmad-manners": 12, "truedmad": 24, "dmad": 10, "chair": 10, "chair-none": 4}
     assert set(expected) == set(PROTOCOLS)
     for method, calls in expected.items():
-        _, preds, _ = debate(method, respond)
+        # chair-none is the chair at timing none, whatever the config's rounds (lmad.protocols.debate.setting_of)
+        _, preds, _ = debate(method, respond, rounds=0 if method == "chair-none" else 2)
         assert {p["calls"] for p in preds.values()} == {calls}, method
         assert {p["stop_reason"] for p in preds.values()} <= set(DEBATE_STOP_REASONS)
 

@@ -94,6 +94,7 @@ def test_every_departure_is_tagged_and_no_tag_outlives_its_capability():
 @pytest.mark.parametrize("tag, why", [
     ("[needs: method:mad]", "the capability exists"),
     ("[needs: method:chair]", "the capability exists"),
+    ("[needs: method:chair-none]", "the capability exists"),
     ("[needs: schema:societies.split]", "the capability exists"),
     ("[needs: schema:committees]", "the capability exists"),
     ("[needs: backend:vllm.next_token_logprobs]", "the capability exists"),
@@ -111,7 +112,7 @@ def test_the_check_catches_an_outlived_or_unknown_tag(tag, why):
 
 def test_the_check_catches_an_untagged_departure_and_accepts_absent_capabilities():
     assert "without a leading tag" in check("# D\n\n## P\n\n- **Untagged.** A reason.\n")[0]
-    absent = ("[needs: method:chair-none] [needs: schema:societies.no_such_key] [needs: backend:vllm.perturb] "
+    absent = ("[needs: method:chair-after] [needs: schema:societies.no_such_key] [needs: backend:vllm.perturb] "
               "[needs: dataset:frames] [needs: prompt:no_such_template]")
     assert check(f"# D\n\n## P\n\n- {absent} **Absent.** A reason.\n- [choice] **Deliberate.** A reason.\n") == []
 

@@ -59,6 +59,11 @@ def test_finalizers_and_readout_on_every_round(workdir):
             < 1e-9).all()
     assert set(readout["method"]) == set(METHODS) and "Avg." in set(readout["dataset"])
     assert "Overturns" in (paper / "readout.md").read_text()
+    # the lift over the same finalizer's own R0 (WDH §A.10): EM minus that finalizer's R0 EM, 0 at R0
+    r0 = {(r["dataset"], r["method"], r["finalizer"]): r["final_em"] for r in readout.filter(pl.col("round") == 0).to_dicts()}
+    for r in readout.to_dicts():
+        assert abs(r["gain_own_r0"] - (r["final_em"] - r0[(r["dataset"], r["method"], r["finalizer"])])) < 1e-9
+    assert "Δ vs own R0" in (paper / "readout.md").read_text()
     cells = pl.read_csv(paper / "headroom_lift.csv")
     assert len(cells) == len(METHODS) * len(DATASETS)
     # societies on (societies.split.size 1 of 2 questions per benchmark): every cell scores the held-out one only

@@ -13,7 +13,7 @@ from lmad.data import ANSWER_TYPE, dataset_type
 from lmad.protocols.debate import setting_of
 from test_profiles import planned_jobs
 
-CONFIGS = ("truemad", "wdh", "opinion", "du-et-al")
+CONFIGS = ("truemad", "wdh", "opinion", "opinion-probe", "du-et-al")
 
 
 @cache
@@ -99,15 +99,26 @@ def test_layered_disagreement():
     config, jobs = plan("opinion")
     assert {dataset_type(d, s) for d, s in config["datasets"].items()} == {"globalopinionqa", "gpqa-diamond"}
     assert config["datasets"]["globalopinionqa"]["n"] == 50
-    # the three tones, three members, three debate rounds (rounds 0..3); sc: no debate
-    assert rounds_per_method(jobs) == {m: set(range(4)) for m in ("mad", "mad@friendly", "mad@hostile")}
+    # one committee of three models with a chairman; the chair debates three rounds (rounds 0..3) at the
+    # three tones, chair-none (NONE) goes from the drafts to the chairman; sc: no debate
+    assert wildcard(jobs, "judge", "backbone") == {"tri3"}
+    assert rounds_per_method(jobs) == {**{m: set(range(4)) for m in ("chair", "chair@friendly", "chair@hostile")},
+                                       "chair-none": {0}}
     assert wildcard(jobs, "predict", "method") == {"sc"}
-    assert len(setting_of("mad@hostile", config).temperatures) == 3
-    assert {"pushback_validation", "pushback", "probe", "probe_table", "disagreement_table", "jury",
-            "jury_table", "opinion_table"} <= set(rules_of(jobs))
+    assert len(setting_of("chair@hostile", config, "tri3").temperatures) == 3
+    assert {"pushback_validation", "pushback", "disagreement_table", "jury", "jury_table", "opinion_table",
+            "costs_by_model"} <= set(rules_of(jobs))
     assert rules_of(jobs)["jury"] == len(config["backbones"]) * len(config["jury"]["judges"])
-    # the judges come from families no backbone is of
-    assert not {config["judge"]["model"], *config["jury"]["judges"]} & set(config["backbones"])
+    # the judges come from families no member is of
+    members = {m["model"] for m in config["committees"]["tri3"]["members"]}
+    assert not {config["judge"]["model"], *config["jury"]["judges"]} & members
+
+
+def test_layered_disagreement_layer_d():
+    config, jobs = plan("opinion-probe")
+    assert {d: s["n"] for d, s in config["datasets"].items()} == {"globalopinionqa": 50}
+    assert rules_of(jobs)["probe"] == len(config["backbones"]) == 3 and "probe_table" in rules_of(jobs)
+    assert config["judge"]["model"] not in config["backbones"]
 
 
 def test_du_et_al():
@@ -118,3 +129,34 @@ def test_du_et_al():
     setting = setting_of("mad", config)
     assert len(setting.temperatures) == 3 and setting.shares_proposals
     assert wildcard(jobs, "predict", "method") == {"cot", "sc"}
+
+
+def test_du_et_al_agent_and_round_scaling_overlay():
+    """config/du-et-al-scaling.yaml over config/du-et-al.yaml: every agent count a backbone of its own
+    (a committee of copies of the one model), MAD over four revision rounds."""
+    config = yaml.safe_load((REPO / "config" / "du-et-al.yaml").read_text())
+    overlay = yaml.safe_load((REPO / "config" / "du-et-al-scaling.yaml").read_text())
+    config |= {k: v if not isinstance(v, dict) or k not in config else {**config[k], **v} for k, v in overlay.items()}
+    jobs = planned_jobs("--forceall", "--configfile", "config/du-et-al.yaml", "config/du-et-al-scaling.yaml")
+    counts = {b: len(setting_of("mad", config, b).temperatures) for b in config["backbones"]}
+    assert counts == {"agents-2": 2, "gpt-3.5-turbo": 3, "agents-4": 4, "agents-5": 5, "agents-6": 6}
+    assert all({m["model"] for m in c["members"]} == {"gpt-3.5-turbo"} for c in config["committees"].values())
+    per_backbone = defaultdict(set)
+    for rule, w, _ in jobs:
+        if rule == "debate_round":
+            per_backbone[w["backbone"]].add(int(w["debate_round"]))
+    assert per_backbone == {b: set(range(5)) for b in counts}
+    assert {"paper_table1", "paper_dynamics"} <= set(rules_of(jobs))
+
+
+def test_du_et_al_cross_model_debate():
+    config = yaml.safe_load((REPO / "config" / "du-et-al-cross-model.yaml").read_text())
+    jobs = planned_jobs("--forceall", "--configfile", "config/du-et-al-cross-model.yaml")
+    assert {d: s["n"] for d, s in config["datasets"].items()} == {"gsm8k": 20}
+    (name,) = config["committees"]
+    members = [m["model"] for m in config["committees"][name]["members"]]
+    assert len(set(members)) == 2 and config["backbones"] == [*members, name]
+    assert all(config["models"][m]["backend"] == "openai" for m in members)
+    assert rounds_per_method(jobs) == {"mad": {0, 1}}
+    assert wildcard(jobs, "debate_round", "backbone") == set(config["backbones"])
+    assert len(setting_of("mad", config, name).temperatures) == 2

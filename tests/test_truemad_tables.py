@@ -95,10 +95,43 @@ def test_the_published_gains_are_the_summarys():
     assert tm.PUBLISHED_GAINS == {("truemad", "mad"): (3.62, 3.52), ("truedmad", "dmad-manners"): (4.72, 4.06)}
 
 
+def test_tables_7_to_9_group_by_each_methods_own_r1_and_read_the_last_round():
+    # 4 agents: q1 wrong majority (1 of 4 right at R1), q2 even split, q3 correct majority, q4 no one right
+    per_q = {"q1": rounds((1, 0, 0, 0), (1, 1, 1, 1)), "q2": rounds((1, 1, 0, 0), (1, 1, 1, 0)),
+             "q3": rounds((1, 1, 1, 0), (0, 0, 0, 0)), "q4": rounds((0, 0, 0, 0), (0, 0, 0, 0))}
+    seed1 = {"q1": rounds((1, 0, 0, 0), (1, 1, 0, 0)), "q2": rounds((1, 1, 1, 1), (1, 1, 1, 1)),
+             "q3": rounds((1, 1, 1, 0), (1, 1, 1, 1)), "q4": rounds((0, 0, 0, 0), (0, 0, 0, 0))}
+    scores = scores_of("m/seed0", "mad", {"truthfulqa": per_q}) | scores_of("m/seed1", "mad", {"truthfulqa": seed1})
+    rows = {r["group"]: r for r in tm.composition_rows(tm.runs_by_cell(scores, BENCH), ["truthfulqa"], ["mad"])}
+    assert list(rows) == ["wrong_majority", "even_split", "correct_majority", "difficult"]
+    # wrong majority: seed0 q1 + q4 → (4 + 0) / 8 = 50 %; seed1 q1 + q4 → 2 / 8 = 25 %
+    wm = rows["wrong_majority"]
+    assert (wm["agent_acc"], wm["seeds"], wm["questions_min"], wm["questions_max"]) == (37.5, 2, 2, 2)
+    assert wm["agent_acc_sd"] == pytest.approx(statistics.stdev([50, 25]))
+    # even split only in seed0 (q2: 3 of 4 right at the last round); seed1 has none: left out, not 0
+    es = rows["even_split"]
+    assert (es["agent_acc"], es["seeds"], es["agent_acc_sd"], es["questions_min"], es["questions_max"]) == (75, 1, None, 0, 1)
+    # correct majority: seed0 q3 → 0 %; seed1 q2 + q3 → 100 %
+    assert rows["correct_majority"]["agent_acc"] == 50
+    # difficult = wrong majority ∪ even split: seed0 (4 + 3 + 0) / 12, seed1 as its wrong majority
+    assert rows["difficult"]["agent_acc"] == pytest.approx((700 / 12 + 25) / 2)
+    md = tm.compositions_markdown(list(rows.values()), ["truthfulqa"], label)
+    assert "## Table 9: TruthfulQA, m" in md
+    assert "| Method | Wrong majority | Even split | Correct majority | Difficult (≥ half wrong) |" in md
+    assert "75.00 ± n/a" in md and "MAD: 2, 0–1, 1–2, 2–3" in md
+
+
+def test_a_difficult_group_is_the_union_of_its_two_parts():
+    from lmad.paper.dynamics import composition, is_difficult
+    for right in range(5):
+        flags = [1] * right + [0] * (4 - right)
+        assert is_difficult(flags) == (composition(flags) in ("wrong_majority", "even_split"))
+
+
 # ------------------------------------------------------------------ a run of a truemad.yaml-shaped config
 
 TRUEMAD_ROLES = ("solver", "debate_revise", "debate_advise")
-OUT = ["table1.csv", "table1.md", "tables4-6.csv", "tables4-6.md"]
+OUT = ["table1.csv", "table1.md", "tables4-6.csv", "tables4-6.md", "tables7-9.csv", "tables7-9.md"]
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +204,17 @@ def test_tables_4_to_6_of_the_run(finished):
     for title in ("Table 4: AIME", "Table 5: GPQA-Diamond", "Table 6: TruthfulQA"):
         assert title in md
     assert "| Method | R2 |" in md
+
+
+def test_tables_7_to_9_of_the_run(finished):
+    workdir, _ = finished
+    t = pl.read_csv(workdir / "results/paper/truemad/tables7-9.csv")
+    assert set(t["benchmark"]) == {"aime", "gpqa-diamond", "truthfulqa"}
+    assert set(t["group"]) == {"wrong_majority", "even_split", "correct_majority", "difficult"}
+    # every question of a benchmark falls in exactly one of the three exclusive groups, in every run
+    for (m, b), part in t.group_by(["method", "benchmark"]):
+        exclusive = part.filter(pl.col("group") != "difficult")
+        assert exclusive["questions_mean"].sum() == {"aime": 4, "gpqa-diamond": 2, "truthfulqa": 3}[b]
+    md = (workdir / "results/paper/truemad/tables7-9.md").read_text()
+    for title in ("Table 7: AIME", "Table 8: GPQA-Diamond", "Table 9: TruthfulQA"):
+        assert title in md

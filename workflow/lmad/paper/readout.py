@@ -8,6 +8,8 @@ For every backbone × dataset × method × round t × finalizer f, over the meth
     recovered, new_correct, damage against the R0 vote; gain = final − R0 vote
                                    = recovered + new_correct − damage (asserted: ``AccountingError``)
     round_vote, round_hit          the plain vote and the proposal hit of the round-t answers
+    gain_own_r0                    final − f's own round-0 final: the paper's "points above the R0
+                                   result" of one finalizer applied to every saved round (§A.10)
     overturns                      f's answer differs from the round-t vote (by the type's
                                    equivalence: ``answers.same_answer``);
     overturns_correct / _wrong     … and f is right where the vote was wrong / wrong where it was right
@@ -103,6 +105,18 @@ def with_average(rows: list[dict]) -> pl.DataFrame:
             raise hr.AccountingError(f"{r['backbone']}/Avg./{r['method']}/round {r['round']}/{r['finalizer']}: "
                                      "macro identity violated")
     return pl.concat([frame, avg])
+
+
+def with_own_r0(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` plus ``gain_own_r0``: each row's ``final_em`` minus the same finalizer's ``final_em``
+    at round 0 of the same backbone × dataset × method (the readout's lift over its own R0 result,
+    WDH §A.10 / Table 13, where ``gain`` is the lift over the plain R0 vote)."""
+    if frame.is_empty():
+        return frame
+    keys = ["backbone", "dataset", "method", "finalizer"]
+    r0 = frame.filter(pl.col("round") == 0).select(*keys, pl.col("final_em").alias("_r0"))
+    return (frame.join(r0, on=keys, how="left", nulls_equal=True, maintain_order="left")
+            .with_columns((pl.col("final_em") - pl.col("_r0")).alias("gain_own_r0")).drop("_r0"))
 
 
 # ------------------------------------------------------------------- headroom vs lift

@@ -12,7 +12,13 @@ Table 1 reports both at the last round. A benchmark pools the questions of all i
 datasets (AIME's four MathArena copies are one benchmark of 90 questions, not four entries); its
 Avg. is the mean over the benchmarks, per run. Each cell is the mean ± sample SD over the runs
 (seeds) of a backbone; one run has no SD (shown as "n/a", never 0). Tables 4–6 report Agent ACC
-per round R2..R5 the same way, one table per benchmark.
+per round R2..R5 the same way, one table per benchmark. Tables 7–9 (§B.2) report Agent ACC at the
+last round within the groups of a benchmark's questions by their R1 (round-0) correctness
+composition — wrong majority (fewer than half of the agents right), even split (exactly half),
+correct majority (more than half) and difficult (wrong majority ∪ even split, the groups of
+:func:`lmad.paper.dynamics.composition`) — each method grouped by its own R1 answers, pooled over
+the benchmark's datasets like Table 1, mean ± sample SD over the runs; a group a run does not have
+is left out of that run's mean.
 
 The TrueMAD summary gives no Table 1 cells, only the averaged improvements it quotes (§4.2):
 :data:`PUBLISHED_GAINS`, shown beside this run's own.
@@ -25,13 +31,19 @@ from typing import Mapping, Sequence
 from .. import layout
 from ..number_format import fmt, markdown
 from ..stats import mean_sd
-from .dynamics import Rounds, _agent_acc, _majority_acc
+from .dynamics import COMPOSITIONS, DIFFICULT, Rounds, _agent_acc, _majority_acc, composition, is_difficult
 
 #: the paper's benchmarks, in its order, with their labels; others follow in config order
 BENCHMARKS = {"aime": "AIME", "gpqa-diamond": "GPQA-Diamond", "truthfulqa": "TruthfulQA"}
 AVG = "avg"
 #: the paper's round-wise table of each benchmark (§B.1)
 ROUND_TABLES = {"aime": 4, "gpqa-diamond": 5, "truthfulqa": 6}
+#: the paper's table by R1 composition of each benchmark (§B.2)
+COMPOSITION_TABLES = {"aime": 7, "gpqa-diamond": 8, "truthfulqa": 9}
+#: the groups of Tables 7–9, in the paper's order, with their labels
+GROUPS = {"wrong_majority": "Wrong majority", "even_split": "Even split", "correct_majority": "Correct majority",
+          DIFFICULT: "Difficult (≥ half wrong)"}
+assert set(GROUPS) == {*COMPOSITIONS, DIFFICULT}
 #: §4.2 / abstract: averaged over the three benchmarks, (method, matched baseline) -> (Agent ACC, Vote ACC) gain, points
 PUBLISHED_GAINS = {("truemad", "mad"): (3.62, 3.52), ("truedmad", "dmad-manners"): (4.72, 4.06)}
 NA = "n/a"
@@ -52,8 +64,12 @@ def pooled(per_dataset: Mapping[str, Mapping[str, Rounds]], benchmarks: Mapping[
     out = {}
     for bench, qs in members.items():
         rounds = min((len(rs) for rs in qs), default=0)
+        groups = {g: [rs for rs in qs if (is_difficult(rs[0][0]) if g == DIFFICULT else composition(rs[0][0]) == g)]
+                  for g in GROUPS} if rounds else {}
         out[bench] = {"n": len(qs), "agent": [_agent_acc(qs, t) for t in range(rounds)],
-                      "vote": [_majority_acc(qs, t) for t in range(rounds)]}
+                      "vote": [_majority_acc(qs, t) for t in range(rounds)],
+                      "groups": {g: {"n": len(m), "agent": _agent_acc([rs[:rounds] for rs in m], rounds - 1)}
+                                 for g, m in groups.items()}}
     return out
 
 
@@ -126,6 +142,27 @@ def round_rows(cells: Mapping[tuple[str, str], Mapping[str, Mapping[str, dict]]]
     rank = {m: i for i, m in enumerate(methods)}
     return sorted(rows, key=lambda r: (r["backbone"], order.index(r["benchmark"]), rank.get(r["method"], len(rank)),
                                        r["method"], int(r["round"][1:])))
+
+
+def composition_rows(cells: Mapping[tuple[str, str], Mapping[str, Mapping[str, dict]]], order: Sequence[str],
+                     methods: Sequence[str]) -> list[dict]:
+    """Tables 7–9 in long form: backbone × benchmark × method × R1 group, last-round Agent ACC mean and
+    sample SD over the runs that have the group, and its question count per run (mean, min, max)."""
+    rows = []
+    rank = {m: i for i, m in enumerate(methods)}
+    for (backbone, method), runs in sorted(cells.items(), key=lambda kv: (kv[0][0], rank.get(kv[0][1], len(rank)),
+                                                                           kv[0][1])):
+        for bench in order:
+            have = [r[bench]["groups"] for r in runs.values() if bench in r and r[bench].get("groups")]
+            if not have:
+                continue
+            for group in GROUPS:
+                ns = [h[group]["n"] for h in have]
+                acc = _spread([h[group]["agent"] for h in have if h[group]["n"] and math.isfinite(h[group]["agent"])])
+                rows.append({"backbone": backbone, "benchmark": bench, "method": method, "group": group,
+                             "seeds": acc["seeds"], "questions_mean": sum(ns) / len(ns), "questions_min": min(ns),
+                             "questions_max": max(ns), "agent_acc": acc["mean"], "agent_acc_sd": acc["sd"]})
+    return sorted(rows, key=lambda r: (r["backbone"], order.index(r["benchmark"])))
 
 
 def cell(mean: float | None, sd: float | None, seeds: int) -> str:
@@ -210,6 +247,35 @@ def rounds_markdown(rows: list[dict], order: Sequence[str], label) -> str:
             title = f"Table {ROUND_TABLES[bench]}" if bench in ROUND_TABLES else "Round-wise Agent ACC"
             out.append(f"## {title}: {_bench_label(bench)}, {backbone}\n\n" + markdown(["Method", *rounds], body))
     return "\n".join(out)
+
+
+def compositions_markdown(rows: list[dict], order: Sequence[str], label) -> str:
+    """Tables 7–9: per backbone and benchmark, a row per method, last-round Agent ACC per R1 group."""
+    out = []
+    for backbone in dict.fromkeys(r["backbone"] for r in rows):
+        for bench in order:
+            mine = [r for r in rows if r["backbone"] == backbone and r["benchmark"] == bench]
+            if not mine:
+                continue
+            body, means = [], []
+            for method in dict.fromkeys(r["method"] for r in mine):
+                by = {r["group"]: r for r in mine if r["method"] == method}
+                body.append([label(method)] + [cell(by[g]["agent_acc"], by[g]["agent_acc_sd"], by[g]["seeds"])
+                                               for g in GROUPS])
+                means.append([by[g]["agent_acc"] for g in GROUPS])
+            _bold_best(body, means)
+            sizes = "; ".join(f"{label(m)}: " + ", ".join(_count(by_m[g]) for g in GROUPS)
+                              for m in dict.fromkeys(r["method"] for r in mine)
+                              for by_m in [{r["group"]: r for r in mine if r["method"] == m}])
+            title = f"Table {COMPOSITION_TABLES[bench]}" if bench in COMPOSITION_TABLES else "By R1 composition"
+            out.append(f"## {title}: {_bench_label(bench)}, {backbone}\n\n" + markdown(["Method", *GROUPS.values()], body)
+                       + f"\nQuestions per group (per run; a range where the runs differ), in column order — {sizes}.\n")
+    return "\n".join(out)
+
+
+def _count(row: dict) -> str:
+    lo, hi = row["questions_min"], row["questions_max"]
+    return str(lo) if lo == hi else f"{lo}–{hi}"
 
 
 def _bench_label(bench: str) -> str:

@@ -53,11 +53,12 @@ class PaperPlanning:
         return out + [layout.paper(f"viewer/{b}.html") for b in self.backbones]
 
     def truemad_outputs(self) -> list[str]:
-        """TrueMAD's Table 1 and Tables 4-6 (rule paper_truemad) where config ``paper.truemad`` asks for
+        """TrueMAD's Table 1, Tables 4-6 and 7-9 (rule paper_truemad) where config ``paper.truemad`` asks for
         them and the run has a debate method."""
         if not (self.config["paper"].get("truemad") and self.debate_methods):
             return []
-        return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6") for ext in ("csv", "md")]
+        return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6", "tables7-9")
+                for ext in ("csv", "md")]
 
     def benchmarks(self) -> dict[str, str]:
         """{dataset: its benchmark (the dataset's ``type``, else its name)}: datasets of one benchmark

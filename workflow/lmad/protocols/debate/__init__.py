@@ -36,7 +36,8 @@ def setting_of(method: str, config: dict, backbone: str | None = None) -> Settin
     ``mad@hostile``, takes its base method's setting; a society variant, ``mad+ac-greedy``,
     its rounds and manners, with the society's members as agents; on a committee ``backbone``,
     its members are the agents). A protocol whose final decision is a chair's synthesis
-    (``final="chair"``) takes its rounds from the chair's timing (config ``chair``)."""
+    (``final="chair"``) takes its rounds from the chair's timing (config ``chair``), unless the
+    protocol fixes them (``chair-none``: 0)."""
     name, selector = split_society(split_tone(method)[0])
     debate, personas = config.get("debate") or {}, config["agents"]["temperatures"]
     if backbone is not None and committees.is_committee(config, backbone):
@@ -50,4 +51,7 @@ def setting_of(method: str, config: dict, backbone: str | None = None) -> Settin
     else:
         setting = society_setting(protocol(name), debate, selector, configured_size(method, selector, config),
                                   size_key(selector))
+    fixed = protocol(name).rounds
+    if fixed is not None:
+        return replace(setting, rounds=fixed)
     return replace(setting, rounds=chair_rounds(config)) if protocol(name).final == "chair" else setting

@@ -17,6 +17,7 @@ dmad-manners   DMAD: IO / CoT / Step-Back (/ Self-Refine) manners           12 (
 truedmad       DMAD + TrueMAD advice                                        24 (3 agents)
 dmad           Liang et al.: affirmative vs negative, judge, moderator      3 .. 10
 chair          MAD rounds by config chair.timing, then a chair's synthesis  3 + 3R + 1
+chair-none     the chair at timing none: the drafts go straight to it        3 + 1
 ============== ============================================================ =============
 """
 from __future__ import annotations
@@ -46,6 +47,9 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in [
              final="moderator", agents=2, labels=("Affirmative side", "Negative side")),
     # the layered-disagreement paper's committee: drafts, R debate rounds (its timing), a chair's synthesis
     Protocol("chair", "Chair", opening=_MAD_OPENING, exchange=(Revise(),), final="chair", short="Chair"),
+    # the same committee's no-debate synthesis (timing NONE) beside it in one run, for the jury's pair
+    Protocol("chair-none", "Chair (no debate)", opening=_MAD_OPENING, exchange=(Revise(),), final="chair",
+             rounds=0, short="Chair-none"),
 ]}
 
 

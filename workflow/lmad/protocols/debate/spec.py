@@ -143,6 +143,8 @@ class Protocol:
                tie to the lowest agent index), ``moderator`` (one moderator call) or ``chair``
                (one chair call that synthesizes the agents' last answers).
     ``agents`` fixes the agent count (dMAD's two sides); otherwise it comes from config.
+    ``rounds`` fixes the round count (the chair at timing none: 0); otherwise config's
+    ``debate.rounds``, or the chair's timing for ``final="chair"``.
     ``manners`` is the default manner cycle of ``Reason`` stages (agent i gets
     ``manners[i % len]``).
     ``short`` is the method's label in tables and figures (default: ``title``).
@@ -155,6 +157,7 @@ class Protocol:
     stop: str = "rounds"
     final: str = "vote"
     agents: int | None = None
+    rounds: int | None = None
     labels: tuple[str, ...] = ()
     manners: tuple[str, ...] = ()
     short: str = ""

@@ -120,7 +120,7 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
     golds = read_golds(questions)
     fin = held_out_rows(load("finalized", finalized), held_out)  # societies on: the held-out questions only
     costs = method_costs(round_samples, round_steps, traces, list(dict.fromkeys(votes)), methods)
-    frame = ro.with_average(ro.readout_rows(fin, golds, costs))
+    frame = ro.with_own_r0(ro.with_average(ro.readout_rows(fin, golds, costs)))
     write_csv(csv, frame)
     cells = ro.lift_cells(fin, held_out_rows(load("predictions", predictions), held_out), golds)
     _figure_readout(frame, cells, png, backbones, methods)
@@ -128,7 +128,7 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
         write_text(md, "**No finalized round in this run: nothing to read out.**\n")
         return
     avg = frame.filter(pl.col("dataset") == ro.AVG)
-    header = ["Backbone", "Method", "Round", "Finalizer", "EM", "Δ vs R0 vote", "Hit at round", "Recovered",
+    header = ["Backbone", "Method", "Round", "Finalizer", "EM", "Δ vs R0 vote", "Δ vs own R0", "Hit at round", "Recovered",
               "New-correct", "Damage", "Overturns (right / wrong)", "Ties", "Calls / q", "Gen. tokens / q"]
     out = []
     for b in backbones:
@@ -136,7 +136,8 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
             sub = avg.filter((pl.col("backbone") == b) & (pl.col("method") == m)).to_dicts()
             for r in sorted(sub, key=lambda r: (r["round"], list(FINALIZER_LABELS).index(r["finalizer"]))):
                 out.append([b, label(m), f"R{r['round']}", FINALIZER_LABELS.get(r["finalizer"], r["finalizer"]),
-                            fmt(r["final_em"]), fmt(r["gain"], signed=True), fmt(r["round_hit_rate"]),
+                            fmt(r["final_em"]), fmt(r["gain"], signed=True), fmt(r["gain_own_r0"], signed=True),
+                            fmt(r["round_hit_rate"]),
                             fmt(r["recovered"]), fmt(r["new_correct"]), fmt(r["damage"]),
                             f"{fmt(r['overturns'])} ({fmt(r['overturns_correct'])} / {fmt(r['overturns_wrong'])})",
                             fmt(r["tie_rate"]), fmt(r["calls_per_q"]), fmt(r["completion_tokens_per_q"])])
@@ -145,7 +146,9 @@ def readout_table(questions: list[str], finalized: list[str], predictions: list[
                + "\n% of questions, macro-averaged over datasets (per-dataset rows in readout.csv). Each row applies one "
                "finalizer to one saved round of one method (LMAD: iteration; a question that stopped earlier keeps its "
                "stop round's answers). Δ = EM − the method's own R0 vote = recovered + new-correct − damage "
-               "(asserted on every row). Overturns: the finalizer's answer differs from that round's majority vote; "
+               "(asserted on every row); Δ vs own R0 = EM − the same finalizer's EM at R0 (When Debate Helps §A.10: a "
+               "finalizer applied to every saved round, against its own R0 result). Overturns: the finalizer's answer "
+               "differs from that round's majority vote; "
                "right = correct where the vote was wrong, wrong = incorrect where the vote was right. Calls and "
                "generated tokens per question: the method's calls through that round plus the finalizer's own "
                "(tie judge: only on ties; LVD: one verifier call per distinct candidate, none when all agree).\n"

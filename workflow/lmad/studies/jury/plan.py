@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from lmad import layout
+from lmad.registry import METHODS
 
 
 def check_config(config: dict) -> None:
@@ -41,6 +42,12 @@ class Planner:
     def predictions(self, wildcards) -> list[str]:
         """The final answers of the jury's two methods on every dataset of one backbone."""
         return [layout.predictions(wildcards.backbone, d, m) for d in self.plan.datasets for m in self.config["pair"]]
+
+    def syntheses(self, wildcards) -> list[str]:
+        """The last round's steps of each of the jury's methods that ends in a chair: its synthesis."""
+        return [layout.debate_round(wildcards.backbone, d, m, self.plan.rounds_of(m)[-1], "_steps")
+                for d in self.plan.datasets for m in self.config["pair"]
+                if METHODS[m].protocol is not None and METHODS[m].protocol.final == "chair"]
 
     def verdict_tables(self, wildcards=None) -> list[str]:
         return [layout.disagreement(b, f"jury_{j}.parquet") for b in self.plan.backbones for j in self.jurors]

@@ -16,6 +16,7 @@ rule jury:
     input:
         questions=plan.configured_questions(),
         predictions=JURY.predictions,
+        syntheses=JURY.syntheses,
         prompt=config["prompts"]["jury_subscores" if config["jury"]["subscores"] else "jury"],
         **JUROR_MODEL.input,
     output:

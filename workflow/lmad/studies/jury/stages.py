@@ -25,12 +25,15 @@ log = logging.getLogger(__name__)
 
 def jury(questions: list[str], predictions: list[str], prompt: str, verdicts: str, model: dict, judge_name: str,
          cache_dir: str, pair: list[str], battery: dict, subscores: bool, max_tokens: int, seed: int,
-         provenance: dict) -> None:
+         provenance: dict, syntheses: list[str] = ()) -> None:
     """Every question's pair (``pair[0]`` = A, ``pair[1]`` = B) and every battery pair (config
     ``jury.battery``: ``questions`` per dataset, one pair per tier of ``tiers``), each in both
     orders, as ONE batch; ``subscores``: the four 1-5 sub-scores per answer (JSON) instead of
-    1 / 2 / tie. ``predictions``: the two methods' tables of every dataset. A reply that does not
-    parse is a fallback (``parse_error``), never an exception."""
+    1 / 2 / tie. ``predictions``: the two methods' tables of every dataset; ``syntheses``: the last
+    round's steps of a method of the pair that ends in a chair (``chair``, ``chair-none``), whose
+    answer is the chair's whole synthesis, not its extracted answer line (the layered-disagreement
+    paper's jury compares debated and no-debate syntheses). A reply that does not parse is a
+    fallback (``parse_error``), never an exception."""
     qs = {}
     for path in questions:
         qs.update({(q["dataset"], q["qid"]): q for q in read_table("questions", path).to_dicts()})
@@ -38,6 +41,10 @@ def jury(questions: list[str], predictions: list[str], prompt: str, verdicts: st
     for path in predictions:
         for p in read_table("predictions", path).to_dicts():
             answers[(p["dataset"], p["qid"], p["method"])] = p["prediction"] or ""
+    for path in syntheses:
+        at = layout.parse(path)
+        for r in read_table("debate_steps", path).filter(pl.col("step") == "chair").to_dicts():
+            answers[(at.dataset, r["qid"], at.method)] = r["response"] or ""
     items = [{"kind": "pair", "dataset": d, "qid": q, "tier": "", "a": answers[(d, q, pair[0])],
               "b": answers[(d, q, pair[1])]}
              for (d, q) in sorted(qs) if (d, q, pair[0]) in answers and (d, q, pair[1]) in answers]
