@@ -13,10 +13,11 @@ from snakemake.utils import validate
 from conftest import REPO, SMOLLM2, make_config, snakemake, write_config
 from lmad.plan import Plan
 from lmad.protocols.debate import setting_of
+from lmad.config_schema import schema_file
 from lmad.schemas import read_table
 from test_plan import wildcards
 
-SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
+SCHEMA = schema_file()  # the registries' lists filled in, as a run validates
 ENV = {"PYTHONPATH": os.pathsep.join([str(REPO / "workflow"), str(REPO / "tests")])}
 
 
@@ -45,13 +46,13 @@ def test_the_config_is_a_three_model_committee_with_a_chair():
 
 def test_the_jury_reads_each_chairs_synthesis_from_its_last_round():
     plan = Plan(opinion_config())
-    got = plan.jury_syntheses(wildcards(backbone="tri3"))
+    got = plan.study("jury").syntheses(wildcards(backbone="tri3"))
     assert got == [f"results/tri3/{d}/{m}/round{t}_steps.parquet" for d in ("globalopinionqa", "gpqa-diamond")
                    for m, t in (("chair-none", 0), ("chair", 3))]
     # a pair of methods without a chair reads their predictions only
     config = opinion_config()
     config["jury"]["pair"] = ["sc", "chair"]
-    assert Plan(config).jury_syntheses(wildcards(backbone="tri3")) == [
+    assert Plan(config).study("jury").syntheses(wildcards(backbone="tri3")) == [
         "results/tri3/globalopinionqa/chair/round3_steps.parquet", "results/tri3/gpqa-diamond/chair/round3_steps.parquet"]
 
 

@@ -9,13 +9,14 @@ import yaml
 from snakemake.utils import validate
 
 from conftest import REPO
+from lmad.config_schema import schema_file
 from lmad.plan import Plan
 from lmad.prompts import load_prompt, question_fields
 from test_plan import wildcards
 
 VERIFY = "config/prompts/wdh/debate_verify.txt"
 STANDARD = "config/prompts/debate_revise.txt"
-SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
+SCHEMA = schema_file()  # the registries' lists filled in, as a run validates
 DEBATE = {"self_label": "Agent 1", "own": "<own>", "others": "<others>", "advice": "", "debate": ""}
 QUESTIONS = {
     "numeric": {"question": "What is 3 + 4?", "answer_type": "numeric", "benchmark": "gsm8k", "context": []},

@@ -110,10 +110,12 @@ def schema(path: str | os.PathLike = SCHEMA) -> dict:
 def schema_file(path: str | os.PathLike = SCHEMA) -> str:
     """A file holding ``schema(path)``, for Snakemake's ``validate`` (which takes a path); removed
     when the process ends."""
-    import json
+    import yaml
 
-    fd, name = tempfile.mkstemp(prefix="lmad-config-schema-", suffix=".json")
+    # YAML, as the schema file itself: Snakemake loads a JSON schema's defaults as OrderedDicts,
+    # which then fill the config and which yaml.safe_dump refuses
+    fd, name = tempfile.mkstemp(prefix="lmad-config-schema-", suffix=".yaml")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(schema(path), fh)
+        yaml.safe_dump(schema(path), fh, sort_keys=False)
     atexit.register(lambda: Path(name).unlink(missing_ok=True))
     return name
