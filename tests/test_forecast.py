@@ -33,7 +33,8 @@ def groups(fc, *starts):
 
 
 def test_fixed_call_methods_are_exact_and_a_finished_run_costs_nothing(workdir):
-    config = make_config(workdir, n=2, methods=["cot", "sc", "mad", "truemad", "chair"], debate={"rounds": 2},
+    config = make_config(workdir, n=2, methods=["cot", "sc", "mad", "truemad", "chair", "chair-none"],
+                         debate={"rounds": 2},
                          chair={"timing": "after"})
     config["datasets"] = {d: config["datasets"][d] for d in ("hotpotqa", "strategyqa")}
     write_config(workdir, config)
@@ -48,7 +49,9 @@ def test_fixed_call_methods_are_exact_and_a_finished_run_costs_nothing(workdir):
         assert (g.to_compute, g.max_tokens) == (computed(stats, f"scripted/generate/{stage}")[0], 64)
     # MAD's and the chair's first revision round are the same calls: counted once, by whichever job ran first
     debates = groups(before, "mad", "truemad", "chair")
-    got = [computed(stats, f"scripted/{m}/") for m in ("mad", "truemad", "chair")]
+    got = [computed(stats, f"scripted/{m}/") for m in ("mad", "truemad", "chair", "chair-none")]
+    # chair-none: no debate round, the drafts go straight to the chair, one call per question
+    assert [(g.stage, g.to_compute) for g in groups(before, "chair-none")] == [("chair-none round 0 chair", 4)]
     assert sum(g.to_compute for g in debates) == sum(c for c, _ in got)
     assert sum(t for _, t in got) <= sum(g.generated for g in debates)
     (battery,) = groups(before, "judge validation")

@@ -17,7 +17,7 @@ from lmad.schemas import read_table, write_table
 from lmad.solver import derive_seed
 from lmad.stages import generate as generate_stage
 from lmad.stages import localized_debate as stages
-from lmad.stages import disagreement as layers
+from lmad.studies.disagreement import stages as layers
 from lmad.stages import societies as society_stage
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

@@ -36,11 +36,10 @@ from pathlib import Path
 
 import yaml
 
+from .config_schema import SCHEMA, schema_file
 from .forecast_calls import Forecast, forecast
 from .forecast_inputs import REPO
 from .registry import METHODS
-
-SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
 
 
 # ------------------------------------------------------------------------------ the config
@@ -63,7 +62,7 @@ def load_config(configfiles: list[str], overrides: list[str] = (), allow_test_do
         update_config(config, {key: yaml.safe_load(value)})
     check_method_names(config)
     try:
-        validate(config, schema=str(SCHEMA))
+        validate(config, schema=schema_file())  # the registries' lists filled in, as rules/common.smk
     except Exception:
         raise ValueError(schema_error(config, str(SCHEMA)) or "config does not match its schema") from None
     serve_by_default(config)

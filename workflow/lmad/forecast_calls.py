@@ -205,15 +205,17 @@ def _backbone_groups(plan: Plan, backbone: str, out: Forecast, counter, stores, 
             entry["exact" if not early else "bound"] = True
             entry.setdefault("stages", _round_calls(plan, proto.stages(t), setting, k, S, aux, t))
             entry.setdefault("tables", [layout.debate_round(backbone, d, m, t) for d in plan.datasets])
-            if t == setting.rounds and proto.final in ("moderator", "chair"):
-                role = "debate_moderator" if proto.final == "moderator" else "chair"
-                final = {"moderator": aux.get("moderator"), "chair": aux.get("chair")}[proto.final]
-                # the chair synthesizes every question (MAD's rounds never stop early); the
-                # moderator answers only those the judge left undecided
-                add(f"{m} round {t} {proto.final}", N, proto.final == "moderator", final,
-                    base_total + N * (_template(plan, role) + k * S), "≤",
-                    N if _exists(workdir, [layout.debate_round(backbone, d, m, t) for d in plan.datasets]) else 0,
-                    [m])
+        if proto.final in ("moderator", "chair"):
+            # after the last round, also after round 0 alone (chair-none: the drafts go straight to
+            # the chair); the chair synthesizes every question (MAD's rounds never stop early), the
+            # moderator answers only those the judge left undecided
+            t = setting.rounds
+            role = "debate_moderator" if proto.final == "moderator" else "chair"
+            final = {"moderator": aux.get("moderator"), "chair": aux.get("chair")}[proto.final]
+            add(f"{m} round {t} {proto.final}", N, proto.final == "moderator", final,
+                base_total + N * (_template(plan, role) + k * S), "≤",
+                N if _exists(workdir, [layout.debate_round(backbone, d, m, t) for d in plan.datasets]) else 0,
+                [m])
     for signature, entry in shared.items():
         t = signature[-1]
         done = _exists(workdir, entry["tables"])
