@@ -23,13 +23,15 @@ def test_every_debate_method_runs_to_predictions(workdir):
         preds = read_table("predictions", base / "predictions" / f"{method}.parquet")
         assert len(preds) == 2 and set(preds["stop_reason"]) <= set(DEBATE_STOP_REASONS), method
         calls[method] = set(preds["calls"])
-        for t in range(3):
+        last = 2 if PROTOCOLS[method].rounds is None else PROTOCOLS[method].rounds  # chair-none: round 0 only
+        for t in range(last + 1):
             for suffix in ("", "_steps", "_state"):
                 assert (base / method / f"round{t}{suffix}.parquet").exists(), (method, t, suffix)
     # 3 agents, R = 2 unless configured; the test double's judge always decides at once
     assert calls == {"mad": {9}, "promptmad": {9}, "truemad": {4 + 2 * (12 + 4)}, "computemad": {21},
                      "selfadvicemad": {21}, "dmad-manners": {12}, "truedmad": {24}, "dmad": {3},
                      "chair": {3 + 3 * 3 + 1},  # timing per_turn: 3 rounds (config chair), then the chair
+                     "chair-none": {3 + 1},  # the drafts straight to the chair
                      "consensus": calls["consensus"]} and calls["consensus"] <= set(range(3, 10, 3))
     proposals = read_table("samples", base / "samples" / "proposals.parquet")
     for method in ("mad", "consensus", "computemad"):

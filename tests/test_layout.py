@@ -103,7 +103,7 @@ def test_registry():
     assert [m.label for m in METHODS.values() if m.tone == "neutral" and m.society is None] == [
         "CoT", "SC", "SC (matched tokens)", "LMAD", "Concrete", "Always", "LMAD-DAG", "Concrete (DAG)", "Always (DAG)",
         "MAD", "Cons.", "PromptMAD", "TrueMAD", "ComputeMAD",
-        "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD", "Chair"]
+        "Self-AdviceMAD", "dMAD-manners", "TrueDMAD", "dMAD", "Chair", "Chair-none"]
     # every debating method with each selector's society: a method (and label) of its own, after the rest
     societies = [m for m in METHODS.values() if m.society]
     assert {(m.protocol.name, m.society) for m in societies if m.protocol} == {(p, s) for p in PROTOCOLS
