@@ -52,6 +52,7 @@ def load_config(configfiles: list[str], overrides: list[str] = (), allow_test_do
     from snakemake.utils import update_config, validate
 
     from .config_checks import check_config, check_method_names, schema_error, serve_by_default
+    from .config_schema import schema_file
 
     config: dict = {}
     for path in configfiles:
@@ -63,7 +64,7 @@ def load_config(configfiles: list[str], overrides: list[str] = (), allow_test_do
         update_config(config, {key: yaml.safe_load(value)})
     check_method_names(config)
     try:
-        validate(config, schema=str(SCHEMA))
+        validate(config, schema=schema_file(SCHEMA))  # the registries' lists filled in, as rules/common.smk's
     except Exception:
         raise ValueError(schema_error(config, str(SCHEMA)) or "config does not match its schema") from None
     serve_by_default(config)
