@@ -7,10 +7,10 @@ localrules:
 
 rule analyze:
     input:
-        judgments=plan.backbone_judgments,
-        predictions=plan.backbone_predictions,
-        validation=plan.judge_validation_file(),
-        held_out=lambda w: [layout.society(w.backbone, "split")] if plan.held_out_splits() else [],
+        judgments=plan.analysis.backbone_judgments,
+        predictions=plan.analysis.backbone_predictions,
+        validation=plan.analysis.judge_validation_file(),
+        held_out=lambda w: [layout.society(w.backbone, "split")] if plan.societies.held_out_splits() else [],
     output:
         accuracy=layout.analysis("{backbone}", "accuracy.parquet"),
         table_csv=layout.analysis("{backbone}", "table.csv"),
@@ -20,8 +20,8 @@ rule analyze:
     params:
         **stage("lmad.stages.analyze:analyze"),
         backbone=lambda w: w.backbone,
-        held_out_size=plan.held_out_size(),
-        **plan.run_scope("methods", "datasets", "metric"),
+        held_out_size=plan.societies.held_out_size(),
+        **plan.analysis.run_scope("methods", "datasets", "metric"),
         bootstrap_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["seed"],
     conda:
@@ -33,7 +33,7 @@ rule analyze:
 rule plot_accuracy:
     input:
         accuracy=layout.analysis("{backbone}", "accuracy.parquet"),
-        validation=plan.judge_validation_file(),
+        validation=plan.analysis.judge_validation_file(),
     output:
         png=report(
             layout.analysis("{backbone}", "accuracy.png"),
@@ -45,7 +45,7 @@ rule plot_accuracy:
         "logs/{backbone}/plot_accuracy.log",
     params:
         **stage("lmad.stages.analyze:plot_accuracy"),
-        **plan.run_scope("methods", "datasets", "metric"),
+        **plan.analysis.run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -56,8 +56,8 @@ rule plot_accuracy:
 # its replicates' analyze tables.
 rule replicates:
     input:
-        accuracies=plan.replicate_accuracies,
-        validation=plan.judge_validation_file(),
+        accuracies=plan.analysis.replicate_accuracies,
+        validation=plan.analysis.judge_validation_file(),
     output:
         table=layout.analysis("{model}", "replicates.parquet"),
         csv=layout.analysis("{model}", "replicates.csv"),
@@ -69,7 +69,7 @@ rule replicates:
     params:
         **stage("lmad.stages.analyze:replicates"),
         backbone=lambda w: w.model,
-        **plan.run_scope("methods", "datasets", "metric"),
+        **plan.analysis.run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -80,8 +80,8 @@ rule replicates:
 # role models; a single model's one row each), checked against the predictions' totals.
 rule costs_by_model:
     input:
-        predictions=plan.backbone_predictions,
-        calls=plan.cost_call_tables,
+        predictions=plan.analysis.backbone_predictions,
+        calls=plan.analysis.cost_call_tables,
     output:
         table=layout.analysis("{backbone}", "costs_by_model.parquet"),
         md=layout.analysis("{backbone}", "costs_by_model.md"),
@@ -91,8 +91,8 @@ rule costs_by_model:
         **stage("lmad.stages.costs:costs_by_model"),
         backbone=lambda w: w.backbone,
         methods=config["methods"],
-        members=lambda w: plan.cost_models(w.backbone)["members"],
-        roles=lambda w: plan.cost_models(w.backbone)["roles"],
+        members=lambda w: plan.analysis.cost_models(w.backbone)["members"],
+        roles=lambda w: plan.analysis.cost_models(w.backbone)["roles"],
     conda:
         "../envs/pipeline.yaml"
     script:

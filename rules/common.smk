@@ -52,14 +52,14 @@ plan = Plan(config)
 # {backbone}/seed{s} when the config lists `seeds`)
 DATASETS, BACKBONES, SEEDS, JUDGE = plan.datasets, plan.backbones, plan.seeds, plan.judge
 LMAD_METHODS, DEBATE_METHODS, SHARDS = plan.lmad_methods, plan.debate_methods, plan.shards
-SOCIETIES = plan.societies
+SOCIETIES = plan.societies_config
 DATASET_NAMES = plan.dataset_names()
 
 # Each rule that runs library code names its stage function once, in its params
 # (`**stage("module:function")`, lmad.smk.stage: the name and its code hash), and runs the one
 # script workflow/scripts/stage.py. Each model rule spreads its kind's repeated sections
 # (lmad.plan.ModelRule) into its own, `**M.input`, `**M.params`, `M.threads`, `**M.resources`.
-BACKBONE_MODEL, JUDGE_MODEL = (plan.model_rule(k) for k in ("backbone", "judge"))
+BACKBONE_MODEL, JUDGE_MODEL = (plan.models.rule(k) for k in ("backbone", "judge"))
 
 
 wildcard_constraints:
@@ -76,7 +76,7 @@ def run_path(path):
 
 def dataset_source(wildcards):
     """The dataset's local files, resolved as the stage loads them (relative to the checkout)."""
-    return [run_path(resolve_path(f, workflow.basedir)) for f in plan.dataset_files(wildcards.dataset)]
+    return [run_path(resolve_path(f, workflow.basedir)) for f in plan.questions.dataset_files(wildcards.dataset)]
 
 
 def paper_report(name, caption):
@@ -88,14 +88,14 @@ def paper_figure_outputs():
     """Rule paper_figures' outputs: PNG (in the report) and PDF of each figure the run draws."""
     captions = {"accuracy": "accuracy", "pareto": "pareto", "rounds": "rounds", "lmad_trace": "trace"}
     out = {}
-    for f in plan.paper_figures():
+    for f in plan.paper.figures():
         out[f"{f}_png"] = paper_report(f"{f}.png", captions[f])
         out[f"{f}_pdf"] = layout.paper(f"{f}.pdf")
     return out
 
 
 def served_client_rules():
-    return plan.served_client_rules({r.name for r in workflow.rules})
+    return plan.models.served_client_rules({r.name for r in workflow.rules})
 
 
 # ---- The run's start and end (Snakefile onstart / onsuccess / onerror).
@@ -157,7 +157,7 @@ def serve_on_cluster():
 
 def stop_served_models():
     """The run's end stops the servers its jobs started."""
-    if plan.any_served():
+    if plan.models.any_served():
         from lmad.backends.serve import stop_all
 
         stopped = stop_all()

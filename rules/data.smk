@@ -9,7 +9,7 @@ rule prepare_data:
         dataset=DATASET_NAMES,
     params:
         **stage("lmad.stages.prepare:prepare_data"),
-        spec=lambda w: plan.dataset_spec(w.dataset),
+        spec=lambda w: plan.questions.dataset_spec(w.dataset),
         base_dir=run_path(workflow.basedir),
     conda:
         "../envs/pipeline.yaml"
@@ -19,14 +19,14 @@ rule prepare_data:
 
 rule backbone_questions:
     input:
-        unpack(plan.backbone_subset_inputs),
+        unpack(plan.questions.backbone_subset_inputs),
     output:
         questions=layout.questions("{dataset}", "{backbone}"),
     log:
         "logs/{backbone}/backbone_questions/{dataset}.log",
     params:
         **stage("lmad.stages.prepare:backbone_questions"),
-        n=plan.backbone_n_of,
+        n=plan.questions.backbone_n_of,
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"

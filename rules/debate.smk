@@ -9,13 +9,13 @@
 
 rule debate_round:
     input:
-        unpack(plan.debate_round_inputs),
-        questions=plan.question_tables,
+        unpack(plan.debate.round_inputs),
+        questions=plan.questions.tables,
         **BACKBONE_MODEL.input,
     output:
-        samples=plan.debate_round_patterns(""),
-        steps=plan.debate_round_patterns("_steps"),
-        state=plan.debate_round_patterns("_state"),
+        samples=plan.debate.round_patterns(""),
+        steps=plan.debate.round_patterns("_steps"),
+        state=plan.debate.round_patterns("_state"),
     log:
         plan.job_log("{debate_method}", "round{debate_round}"),
     benchmark:
@@ -25,13 +25,13 @@ rule debate_round:
         **BACKBONE_MODEL.params,
         method=lambda w: w.debate_method,
         round_index=lambda w: int(w.debate_round),
-        last=lambda w: int(w.debate_round) == plan.debate_setting(w.debate_method).rounds,
-        temperatures=lambda w: list(plan.debate_setting(w.debate_method, w.backbone).temperatures),
-        manners=lambda w: list(plan.debate_setting(w.debate_method, w.backbone).manners),
+        last=lambda w: int(w.debate_round) == plan.debate.setting(w.debate_method).rounds,
+        temperatures=lambda w: list(plan.debate.setting(w.debate_method, w.backbone).temperatures),
+        manners=lambda w: list(plan.debate.setting(w.debate_method, w.backbone).manners),
         max_tokens=config["solver"]["max_tokens"],
-        aux_max_tokens=lambda w: plan.aux_max_tokens(w.debate_method),
+        aux_max_tokens=lambda w: plan.debate.aux_max_tokens(w.debate_method),
         seed=plan.call_seed,
-        **plan.persistence_params(),
+        **plan.debate.persistence_params(),
     conda:
         "../envs/pipeline.yaml"
     threads: BACKBONE_MODEL.threads
@@ -48,19 +48,19 @@ if DEBATE_METHODS:
 
     rule debate_predict:
         input:
-            questions=plan.question_tables,
-            samples=plan.debate_every_round_by_method(""),
-            steps=plan.debate_every_round_by_method("_steps"),
-            final_state=plan.debate_final_state,
+            questions=plan.questions.tables,
+            samples=plan.debate.every_round_by_method(""),
+            steps=plan.debate.every_round_by_method("_steps"),
+            final_state=plan.debate.final_state,
         output:
-            predictions=plan.prediction_outputs(DEBATE_METHODS),
+            predictions=plan.questions.prediction_outputs(DEBATE_METHODS),
         log:
-            plan.prediction_log("debate-methods"),
+            plan.questions.prediction_log("debate-methods"),
         params:
             **stage("lmad.stages.debate:debate_predict_methods"),
             methods=DEBATE_METHODS,
-            rounds=[plan.debate_setting(m).rounds for m in DEBATE_METHODS],
-            units=plan.prediction_units(DEBATE_METHODS),
+            rounds=[plan.debate.setting(m).rounds for m in DEBATE_METHODS],
+            units=plan.questions.prediction_units(DEBATE_METHODS),
         conda:
             "../envs/pipeline.yaml"
         script:

@@ -7,11 +7,11 @@
 rule generate:
     priority: LMAD_CHAIN_PRIORITY  # the proposals are LMAD's iteration 0
     input:
-        questions=plan.question_tables,
+        questions=plan.questions.tables,
         prompt=config["prompts"]["solver"],
         **BACKBONE_MODEL.input,
     output:
-        samples=plan.sample_tables(),
+        samples=plan.questions.sample_tables(),
     log:
         plan.job_log("generate", "{stage}"),
     benchmark:
@@ -20,7 +20,7 @@ rule generate:
         **stage("lmad.stages.generate:generate"),
         **BACKBONE_MODEL.params,
         stage=lambda w: w.stage,
-        temperatures=lambda w: plan.stage_temperatures(w.stage, plan.agent_temperatures(w.backbone)),
+        temperatures=lambda w: plan.questions.stage_temperatures(w.stage, plan.models.agent_temperatures(w.backbone)),
         max_tokens=config["solver"]["max_tokens"],
         seed=plan.call_seed,
     conda:
@@ -34,16 +34,16 @@ rule generate:
 
 rule predict:
     input:
-        questions=plan.question_tables,
-        samples=plan.vote_samples,
+        questions=plan.questions.tables,
+        samples=plan.questions.vote_samples,
     output:
-        predictions=plan.prediction_outputs(),
+        predictions=plan.questions.prediction_outputs(),
     log:
-        plan.prediction_log(),
+        plan.questions.prediction_log(),
     params:
         **stage("lmad.stages.predict:predict_datasets"),
         method=lambda w: w.method,
-        units=plan.prediction_units(),
+        units=plan.questions.prediction_units(),
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -4,8 +4,8 @@
 
 rule judge:
     input:
-        questions=plan.configured_questions(),
-        predictions=plan.backbone_predictions,
+        questions=plan.questions.configured(),
+        predictions=plan.analysis.backbone_predictions,
         prompt=config["prompts"]["judge"],
         **JUDGE_MODEL.input,
     output:
@@ -31,13 +31,13 @@ rule judge:
 # the run's questions, judged with the judge rule's exact prompt, model and decoding.
 rule judge_validation:
     input:
-        questions=plan.configured_questions(),
+        questions=plan.questions.configured(),
         prompt=config["prompts"]["judge"],
         **JUDGE_MODEL.input,
     output:
-        battery=plan.judge_validation_file("battery.parquet"),
-        validation=plan.judge_validation_file("validation.parquet"),
-        report=plan.judge_validation_file("validation.md"),
+        battery=plan.analysis.judge_validation_file("battery.parquet"),
+        validation=plan.analysis.judge_validation_file("validation.parquet"),
+        report=plan.analysis.judge_validation_file("validation.md"),
     log:
         f"logs/judge_validation/{config['judge']['model']}.log",
     params:

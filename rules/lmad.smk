@@ -19,21 +19,21 @@ if LMAD_METHODS:
     rule lmad_generate:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            unpack(plan.lmad_generate_inputs),
-            questions=plan.lmad_unit_questions,
+            unpack(plan.lmad.generate_inputs),
+            questions=plan.lmad.unit_questions,
             prompt=config["prompts"]["solver"],
             **BACKBONE_MODEL.input,
         output:
-            samples=plan.lmad_unit_tables("generate"),
+            samples=plan.lmad.unit_tables("generate"),
         log:
-            plan.lmad_log("generate"),
+            plan.lmad.log("generate"),
         benchmark:
-            plan.lmad_log("generate", "logs/benchmarks", "tsv")
+            plan.lmad.log("generate", "logs/benchmarks", "tsv")
         params:
             **stage("lmad.stages.localized_debate:generate"),
-            **plan.lmad_params(),
+            **plan.lmad.params(),
             **BACKBONE_MODEL.params,
-            temperatures=lambda w: plan.agent_temperatures(w.backbone),
+            temperatures=lambda w: plan.models.agent_temperatures(w.backbone),
             max_tokens=config["solver"]["max_tokens"],
             seed=plan.call_seed,
         conda:
@@ -47,20 +47,20 @@ if LMAD_METHODS:
     rule lmad_extract:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            questions=plan.lmad_unit_questions,
-            samples=plan.lmad_unit_tables("generate"),
+            questions=plan.lmad.unit_questions,
+            samples=plan.lmad.unit_tables("generate"),
             prompt=config["prompts"]["extractor"],
-            **plan.lmad_premise_prompt(),
+            **plan.lmad.premise_prompt(),
             **BACKBONE_MODEL.input,
         output:
-            chains=plan.lmad_unit_tables("extract"),
+            chains=plan.lmad.unit_tables("extract"),
         log:
-            plan.lmad_log("extract"),
+            plan.lmad.log("extract"),
         benchmark:
-            plan.lmad_log("extract", "logs/benchmarks", "tsv")
+            plan.lmad.log("extract", "logs/benchmarks", "tsv")
         params:
             **stage("lmad.stages.localized_debate:extract"),
-            **plan.lmad_params(),
+            **plan.lmad.params(),
             **BACKBONE_MODEL.params,
             max_tokens=config["lmad"]["max_tokens"]["extractor"],
             max_nodes=config["lmad"]["nodes"]["max_nodes"],
@@ -78,23 +78,23 @@ if LMAD_METHODS:
     rule lmad_localize:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            unpack(plan.lmad_state),
-            questions=plan.lmad_unit_questions,
-            chains=plan.lmad_unit_tables("extract"),
+            unpack(plan.lmad.state),
+            questions=plan.lmad.unit_questions,
+            chains=plan.lmad.unit_tables("extract"),
             prompt=config["prompts"]["localizer"],
             **BACKBONE_MODEL.input,
         output:
-            localizations=plan.lmad_unit_tables("localize"),
+            localizations=plan.lmad.unit_tables("localize"),
         log:
-            plan.lmad_log("localize"),
+            plan.lmad.log("localize"),
         benchmark:
-            plan.lmad_log("localize", "logs/benchmarks", "tsv")
+            plan.lmad.log("localize", "logs/benchmarks", "tsv")
         params:
             **stage("lmad.stages.localized_debate:localize"),
-            **plan.lmad_params(),
+            **plan.lmad.params(),
             **BACKBONE_MODEL.params,
             max_tokens=config["lmad"]["max_tokens"]["localizer"],
-            **plan.lmad_graph_params(),
+            **plan.lmad.graph_params(),
         conda:
             "../envs/pipeline.yaml"
         threads: BACKBONE_MODEL.threads
@@ -106,25 +106,25 @@ if LMAD_METHODS:
     rule lmad_debate:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            unpack(plan.lmad_state),
-            unpack(plan.lmad_society),
-            questions=plan.lmad_unit_questions,
-            localizations=plan.lmad_unit_tables("localize"),
+            unpack(plan.lmad.state),
+            unpack(plan.lmad.society),
+            questions=plan.lmad.unit_questions,
+            localizations=plan.lmad.unit_tables("localize"),
             prompt=config["prompts"]["debater"],
-            **plan.lmad_tone_prompts(),
+            **plan.lmad.tone_prompts(),
             **BACKBONE_MODEL.input,
         output:
-            positions=plan.lmad_unit_tables("debate"),
+            positions=plan.lmad.unit_tables("debate"),
         log:
-            plan.lmad_log("debate"),
+            plan.lmad.log("debate"),
         benchmark:
-            plan.lmad_log("debate", "logs/benchmarks", "tsv")
+            plan.lmad.log("debate", "logs/benchmarks", "tsv")
         params:
             **stage("lmad.stages.localized_debate:debate"),
-            **plan.lmad_params(),
+            **plan.lmad.params(),
             **BACKBONE_MODEL.params,
             rounds=config["lmad"]["local_rounds"],
-            temperatures=lambda w: plan.agent_temperatures(w.backbone),
+            temperatures=lambda w: plan.models.agent_temperatures(w.backbone),
             seed=plan.call_seed,
             max_tokens=config["lmad"]["max_tokens"]["debater"],
         conda:
@@ -141,26 +141,26 @@ if LMAD_METHODS:
     rule lmad_resolve:
         priority: LMAD_CHAIN_PRIORITY
         input:
-            unpack(plan.lmad_state),
-            questions=plan.lmad_unit_questions,
-            samples=plan.lmad_unit_tables("generate"),
-            localizations=plan.lmad_unit_tables("localize"),
-            positions=plan.lmad_unit_tables("debate"),
+            unpack(plan.lmad.state),
+            questions=plan.lmad.unit_questions,
+            samples=plan.lmad.unit_tables("generate"),
+            localizations=plan.lmad.unit_tables("localize"),
+            positions=plan.lmad.unit_tables("debate"),
             prompt=config["prompts"]["resolver"],
             relation_prompt=config["prompts"]["relation_check"],
             **BACKBONE_MODEL.input,
         output:
-            repairs=plan.lmad_unit_tables("resolve"),
-            relations=plan.lmad_unit_tables("relation"),
-            commits=plan.lmad_unit_tables("commit"),
-            next_state=plan.lmad_unit_tables("state"),
+            repairs=plan.lmad.unit_tables("resolve"),
+            relations=plan.lmad.unit_tables("relation"),
+            commits=plan.lmad.unit_tables("commit"),
+            next_state=plan.lmad.unit_tables("state"),
         log:
-            plan.lmad_log("resolve"),
+            plan.lmad.log("resolve"),
         benchmark:
-            plan.lmad_log("resolve", "logs/benchmarks", "tsv")
+            plan.lmad.log("resolve", "logs/benchmarks", "tsv")
         params:
             **stage("lmad.stages.localized_debate:resolve_and_commit"),
-            **plan.lmad_params(),
+            **plan.lmad.params(),
             **BACKBONE_MODEL.params,
             max_tokens=config["lmad"]["max_tokens"]["resolver"],
             iterations=config["lmad"]["iterations"],
@@ -178,24 +178,24 @@ if LMAD_METHODS:
     rule lmad_predict:
         priority: LMAD_CHAIN_PRIORITY  # the chain's last link: the judge waits for it
         input:
-            questions=plan.question_tables,
-            final_state=plan.lmad_final_state,
-            samples=plan.lmad_every_iteration_by_method("generate"),
-            chains=plan.lmad_every_iteration_by_method("extract"),
-            localizations=plan.lmad_every_iteration_by_method("localize"),
-            positions=plan.lmad_every_iteration_by_method("debate"),
-            repairs=plan.lmad_every_iteration_by_method("resolve"),
-            relations=plan.lmad_every_iteration_by_method("relation"),
-            commits=plan.lmad_every_iteration_by_method("commit"),
+            questions=plan.questions.tables,
+            final_state=plan.lmad.final_state,
+            samples=plan.lmad.every_iteration_by_method("generate"),
+            chains=plan.lmad.every_iteration_by_method("extract"),
+            localizations=plan.lmad.every_iteration_by_method("localize"),
+            positions=plan.lmad.every_iteration_by_method("debate"),
+            repairs=plan.lmad.every_iteration_by_method("resolve"),
+            relations=plan.lmad.every_iteration_by_method("relation"),
+            commits=plan.lmad.every_iteration_by_method("commit"),
         output:
-            predictions=plan.prediction_outputs(LMAD_METHODS),
+            predictions=plan.questions.prediction_outputs(LMAD_METHODS),
             trace=[layout.lmad_trace("{backbone}", w, m) for m in LMAD_METHODS for w in plan.job_datasets()],
         log:
-            plan.prediction_log("lmad-methods"),
+            plan.questions.prediction_log("lmad-methods"),
         params:
             **stage("lmad.stages.localized_debate:predict_methods"),
             methods=LMAD_METHODS,
-            units=plan.prediction_units(LMAD_METHODS),
+            units=plan.questions.prediction_units(LMAD_METHODS),
         conda:
             "../envs/pipeline.yaml"
         script:

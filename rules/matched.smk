@@ -9,8 +9,8 @@ if "sc-matched" in config["methods"]:
 
     rule sc_matched:
         input:
-            questions=plan.question_tables,
-            proposals=plan.proposal_tables,
+            questions=plan.questions.tables,
+            proposals=plan.questions.proposal_tables,
             target=lambda w: [layout.predictions(w.backbone, d, config["sc_matched"]["target"])
                               for d in plan.job_datasets(w)],
             prompt=config["prompts"]["solver"],

@@ -23,14 +23,14 @@ localrules:
 
 rule paper:
     input:
-        plan.paper_outputs(),
+        plan.paper.outputs(),
 
 
 rule paper_table1:
     input:
-        validation=plan.judge_validation_file(),
-        judgments=plan.paper_judgments(),
-        held_out=plan.held_out_splits(),
+        validation=plan.analysis.judge_validation_file(),
+        judgments=plan.paper.judgments(),
+        held_out=plan.societies.held_out_splits(),
     output:
         csv=layout.paper("table1.csv"),
         md=paper_report("table1.md", "table1"),
@@ -39,9 +39,9 @@ rule paper_table1:
         "logs/paper/table1.log",
     params:
         **stage("lmad.stages.paper:table1"),
-        held_out_size=plan.held_out_size(),
-        **plan.run_scope("metric", "backbones", "datasets"),
-        columns=plan.paper_columns(),
+        held_out_size=plan.societies.held_out_size(),
+        **plan.analysis.run_scope("metric", "backbones", "datasets"),
+        columns=plan.paper.columns(),
         baselines=config["paper"]["baselines"],
         target="lmad",
         bootstrap_resamples=config["paper"]["bootstrap_resamples"],
@@ -54,10 +54,10 @@ rule paper_table1:
 
 rule paper_table2:
     input:
-        validation=plan.judge_validation_file(),
-        judgments=plan.paper_judgments(),
-        traces=plan.paper_traces(["lmad"]),
-        questions=plan.configured_questions(),
+        validation=plan.analysis.judge_validation_file(),
+        judgments=plan.paper.judgments(),
+        traces=plan.paper.traces(["lmad"]),
+        questions=plan.questions.configured(),
     output:
         csv=layout.paper("table2.csv"),
         md=paper_report("table2.md", "table2"),
@@ -67,7 +67,7 @@ rule paper_table2:
         "logs/paper/table2.log",
     params:
         **stage("lmad.stages.paper:table2"),
-        **plan.run_scope("metric", "backbones", "datasets"),
+        **plan.analysis.run_scope("metric", "backbones", "datasets"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -76,8 +76,8 @@ rule paper_table2:
 
 rule paper_cost:
     input:
-        predictions=plan.paper_predictions(),
-        traces=plan.paper_traces(LMAD_METHODS),
+        predictions=plan.paper.predictions(),
+        traces=plan.paper.traces(LMAD_METHODS),
     output:
         csv=layout.paper("cost.csv"),
         md=paper_report("cost.md", "cost"),
@@ -85,7 +85,7 @@ rule paper_cost:
         "logs/paper/cost.log",
     params:
         **stage("lmad.stages.paper:cost_table"),
-        **plan.run_scope("backbones", "datasets", "methods"),
+        **plan.analysis.run_scope("backbones", "datasets", "methods"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -94,12 +94,12 @@ rule paper_cost:
 
 rule paper_headroom:
     input:
-        validation=plan.judge_validation_file(),
-        questions=plan.configured_questions(),
-        proposals=plan.paper_proposals(),
-        judgments=plan.paper_judgments(),
-        rounds0=plan.paper_rounds0(),
-        held_out=plan.held_out_splits(),
+        validation=plan.analysis.judge_validation_file(),
+        questions=plan.questions.configured(),
+        proposals=plan.paper.proposals(),
+        judgments=plan.paper.judgments(),
+        rounds0=plan.paper.rounds0(),
+        held_out=plan.societies.held_out_splits(),
     output:
         csv=layout.paper("headroom.csv"),
         md=paper_report("headroom.md", "headroom"),
@@ -107,8 +107,8 @@ rule paper_headroom:
         "logs/paper/headroom.log",
     params:
         **stage("lmad.stages.paper:headroom_table"),
-        held_out_size=plan.held_out_size(),
-        **plan.run_scope("metric", "backbones", "methods"),
+        held_out_size=plan.societies.held_out_size(),
+        **plan.analysis.run_scope("metric", "backbones", "methods"),
     conda:
         "../envs/pipeline.yaml"
     script:
@@ -118,19 +118,19 @@ rule paper_headroom:
 rule paper_figures:
     priority: PAPER_TAIL_PRIORITY
     input:
-        validation=plan.judge_validation_file(),
-        judgments=plan.paper_judgments(),
-        predictions=plan.paper_predictions(),
-        questions=plan.configured_questions(),
-        rounds=plan.paper_debate_rounds,
-        traces=plan.paper_traces(list(TRACE_FIGURE_METHODS)),
+        validation=plan.analysis.judge_validation_file(),
+        judgments=plan.paper.judgments(),
+        predictions=plan.paper.predictions(),
+        questions=plan.questions.configured(),
+        rounds=plan.paper.debate_rounds,
+        traces=plan.paper.traces(list(TRACE_FIGURE_METHODS)),
     output:
         **paper_figure_outputs(),
     log:
         "logs/paper/figures.log",
     params:
         **stage("lmad.stages.paper:figures"),
-        **plan.run_scope("metric", "backbones", "datasets", "methods"),
+        **plan.analysis.run_scope("metric", "backbones", "datasets", "methods"),
         trace_questions=config["paper"]["trace_questions"],
     conda:
         "../envs/pipeline.yaml"
@@ -141,12 +141,12 @@ rule paper_figures:
 rule paper_viewer:
     priority: PAPER_TAIL_PRIORITY
     input:
-        unpack(plan.viewer_label_inputs),
-        validation=plan.judge_validation_file(),
-        questions=plan.configured_questions(),
-        judgments=plan.paper_judgments,
-        traces=plan.paper_traces(LMAD_METHODS),
-        rounds=plan.paper_debate_rounds,
+        unpack(plan.paper.viewer_label_inputs),
+        validation=plan.analysis.judge_validation_file(),
+        questions=plan.questions.configured(),
+        judgments=plan.paper.judgments,
+        traces=plan.paper.traces(LMAD_METHODS),
+        rounds=plan.paper.debate_rounds,
     output:
         html=paper_report("viewer/{backbone}.html", "viewer"),
     log:
@@ -162,8 +162,8 @@ rule paper_viewer:
 
 rule paper_dynamics:
     input:
-        questions=plan.configured_questions(),
-        rounds=plan.paper_debate_rounds,
+        questions=plan.questions.configured(),
+        rounds=plan.paper.debate_rounds,
     output:
         csv=layout.paper("dynamics.csv"),
         md=paper_report("dynamics.md", "dynamics"),
@@ -182,8 +182,8 @@ rule paper_dynamics:
 # pooled into one benchmark (lmad.paper.truemad)
 rule paper_truemad:
     input:
-        questions=plan.configured_questions(),
-        rounds=plan.paper_debate_rounds,
+        questions=plan.questions.configured(),
+        rounds=plan.paper.debate_rounds,
     output:
         table1_csv=layout.paper("truemad/table1.csv"),
         table1_md=paper_report("truemad/table1.md", "truemad_table1"),
@@ -195,8 +195,8 @@ rule paper_truemad:
         "logs/paper/truemad.log",
     params:
         **stage("lmad.stages.paper_truemad:truemad_tables"),
-        benchmarks=plan.benchmarks(),
-        methods=plan.paper_columns(),
+        benchmarks=plan.paper.benchmarks(),
+        methods=plan.paper.columns(),
     conda:
         "../envs/pipeline.yaml"
     script:

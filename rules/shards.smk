@@ -32,7 +32,7 @@ if SHARDS > 1:
 
     rule merge_shards:
         input:
-            parts=plan.shard_parts,
+            parts=plan.questions.shard_parts,
         output:
             merged=layout.per_question("{backbone}", "{dataset}", "{table}"),
         log:

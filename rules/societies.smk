@@ -23,7 +23,7 @@ if SOCIETIES["enabled"]:
 
     rule society_split:
         input:
-            questions=lambda w: [plan.questions_path(w.backbone, d) for d in DATASETS],
+            questions=lambda w: [plan.questions.path(w.backbone, d) for d in DATASETS],
         output:
             split=layout.society("{backbone}", "split"),
         log:
@@ -32,7 +32,7 @@ if SOCIETIES["enabled"]:
             **stage("lmad.stages.societies:society_split"),
             seed=config["seed"],
             size=SOCIETIES["split"]["size"],
-            sizes=plan.society_sizes(),
+            sizes=plan.societies.sizes(),
             construct_on=SOCIETIES["split"]["construct_on"],
         conda:
             "../envs/pipeline.yaml"
@@ -41,7 +41,7 @@ if SOCIETIES["enabled"]:
 
     rule society_pool:
         input:
-            questions=lambda w: [plan.questions_path(w.backbone, d) for d in DATASETS],
+            questions=lambda w: [plan.questions.path(w.backbone, d) for d in DATASETS],
             split=layout.society("{backbone}", "split"),
             prompt=config["prompts"]["solver"],
             **BACKBONE_MODEL.input,
@@ -76,13 +76,13 @@ if SOCIETIES["enabled"]:
         output:
             members=layout.society("{backbone}", "members"),
             evaluation=layout.society("{backbone}", "evaluation"),
-            **({"sweep": layout.society("{backbone}", "sweep")} if plan.society_sizes() else {}),
+            **({"sweep": layout.society("{backbone}", "sweep")} if plan.societies.sizes() else {}),
         log:
             "logs/{backbone}/societies/select.log",
         params:
             **stage("lmad.stages.societies:society_select"),
             size=SOCIETIES["split"]["size"],
-            sizes=plan.society_sizes(),
+            sizes=plan.societies.sizes(),
             construct_on=SOCIETIES["split"]["construct_on"],
             k=SOCIETIES["k"],
             sc_min_support=SOCIETIES["sc_min_support"],
@@ -94,16 +94,16 @@ if SOCIETIES["enabled"]:
 
     rule paper_societies:
         input:
-            unpack(plan.society_debate_inputs),
+            unpack(plan.societies.debate_inputs),
             evaluation=[layout.society(b, "evaluation") for b in BACKBONES],
             members=[layout.society(b, "members") for b in BACKBONES],
-            sweeps=[layout.society(b, "sweep") for b in BACKBONES] if plan.society_sizes() else [],
+            sweeps=[layout.society(b, "sweep") for b in BACKBONES] if plan.societies.sizes() else [],
         output:
             csv=layout.paper("societies.csv"),
             md=layout.paper("societies.md"),
             debates_csv=layout.paper("society_debates.csv"),
             **({"sweep_csv": layout.paper("societies_sweep.csv"), "sweep_md": layout.paper("societies_sweep.md")}
-               if plan.society_sizes() else {}),
+               if plan.societies.sizes() else {}),
         log:
             "logs/paper/societies.log",
         params:

@@ -147,23 +147,23 @@ def test_a_committee_job_needs_every_member_model():
                      "perturb": {"seed": 1, "scale": 0.01}}}
     plan = Plan(demo_config(models=models, backbones=["s", "mix"], judge={"model": "s"}, methods=["mad"],
                             committees={"mix": {"members": [{"model": "s2", "temperature": 0.3}, {"model": "q"}]}}))
-    assert plan.models_of("mix") == ["s2", "q"]
+    assert plan.models.of("mix") == ["s2", "q"]
     # a perturbed copy of a GGUF model converts nothing twice
-    assert plan.model_files("mix") == ["resources/models/s"] and plan.model_spec("s2")["model"] == "resources/models/s"
-    assert plan.model_threads("mix") == 2 and plan.model_threads("s") == 4
-    assert plan.sizing("mix") == {"gpu": 2, "mem_mb": 64000, "runtime": 30, "cpus_per_gpu": 8}
-    spec = plan.model_spec("mix")
+    assert plan.models.files("mix") == ["resources/models/s"] and plan.models.spec("s2")["model"] == "resources/models/s"
+    assert plan.models.threads("mix") == 2 and plan.models.threads("s") == 4
+    assert plan.models.sizing("mix") == {"gpu": 2, "mem_mb": 64000, "runtime": 30, "cpus_per_gpu": 8}
+    spec = plan.models.spec("mix")
     assert spec["name"] == "s2" and spec["committee"]["roles"]["chair"] == "s2"
-    assert [a.model for a in crew(spec)] == ["s2", "q"] and crew(plan.model_spec("s")) is None
-    assert role_spec(spec, "resolver")["name"] == "s2" and role_spec(plan.model_spec("s"), "resolver")["name"] == "s"
-    assert plan.agent_temperatures("mix") == [0.3, 0.5] and plan.agent_temperatures("s") == [0.1, 0.5, 0.9]
-    mad = plan.debate_setting("mad", "mix")
+    assert [a.model for a in crew(spec)] == ["s2", "q"] and crew(plan.models.spec("s")) is None
+    assert role_spec(spec, "resolver")["name"] == "s2" and role_spec(plan.models.spec("s"), "resolver")["name"] == "s"
+    assert plan.models.agent_temperatures("mix") == [0.3, 0.5] and plan.models.agent_temperatures("s") == [0.1, 0.5, 0.9]
+    mad = plan.debate.setting("mad", "mix")
     assert mad.temperatures == (0.3, 0.5) and mad.shares_proposals
-    assert plan.debate_setting("mad", "s").temperatures == (0.1, 0.5, 0.9)
-    inputs = plan.debate_round_inputs(wildcards(backbone="mix", debate_method="mad", debate_round="0"))
+    assert plan.debate.setting("mad", "s").temperatures == (0.1, 0.5, 0.9)
+    inputs = plan.debate.round_inputs(wildcards(backbone="mix", debate_method="mad", debate_round="0"))
     assert inputs["proposals"] == ["results/mix/hotpotqa/samples/proposals.parquet"] + [
         f"results/mix/{d}/samples/proposals.parquet" for d in plan.datasets[1:]]
-    assert plan.cost_models("mix") == {"members": ["s2", "q"], "roles": dict.fromkeys(
+    assert plan.analysis.cost_models("mix") == {"members": ["s2", "q"], "roles": dict.fromkeys(
         ("extractor", "localizer", "resolver", "relation_check", "debate_judge", "chair"), "s2")}
     assert "results/mix/analysis/costs_by_model.md" in plan.all_outputs()
 

@@ -194,3 +194,72 @@ def test_no_signature_or_field_defaults_an_answer_type():
             found += [f"{m}: falls back to span" for pat in ('or "span"', "or 'span'", 'SPAN_READER', ', "span")')
                       if pat in text]
     assert not found, "defaults that stand for an answer type:\n" + "\n".join(found)
+
+
+#: The most methods a class may have, its package bases' counted: a class past it holds more
+#: than one concern (split it into components it holds, as lmad.plan.Plan does).
+MAX_METHODS = 30
+
+
+def method_counts(sources: dict[str, str]) -> dict[str, int]:
+    """{module.Class: its methods, those it inherits from package classes included} of every class
+    of ``sources`` ({dotted module: its text}). A base is resolved by name through the module's
+    own classes and its ``from … import`` of package modules; a base outside the package adds none."""
+    trees = {m: ast.parse(text) for m, text in sources.items()}
+    classes = {f"{m}.{node.name}": node for m, tree in trees.items() for node in ast.walk(tree)
+               if isinstance(node, ast.ClassDef)}
+
+    def scope(m: str) -> dict[str, str]:
+        """The names module ``m`` binds to a package class (or a package module, for ``x.Base``)."""
+        names = {node.name: f"{m}.{node.name}" for node in ast.walk(trees[m]) if isinstance(node, ast.ClassDef)}
+        package = m if str(MODULES.get(m, "")).endswith("__init__.py") else m.rsplit(".", 1)[0]
+        for node in ast.walk(trees[m]):
+            if isinstance(node, ast.ImportFrom):
+                parts = package.split(".")
+                base = parts[:len(parts) - node.level + 1] if node.level else []
+                source = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    names[alias.asname or alias.name] = f"{source}.{alias.name}"
+        return names
+
+    scopes = {m: scope(m) for m in trees}
+
+    def resolve(name: str, seen=()) -> str | None:
+        """The class a dotted name names: defined there, or re-exported by a module's import."""
+        if name in classes:
+            return name
+        module, _, attr = name.rpartition(".")
+        target = scopes.get(module, {}).get(attr)
+        return resolve(target, seen + (name,)) if target and target != name and name not in seen else None
+
+    def methods(qualified: str, seen=()) -> set[str]:
+        node = classes[qualified]
+        module = qualified[:qualified.rfind("." + node.name)]
+        own = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for base in node.bases:
+            dotted = ast.unparse(base)
+            head, _, rest = dotted.partition(".")
+            bound = scopes[module].get(head)
+            found = resolve(f"{bound}.{rest}" if bound and rest else bound or "")
+            if found and found not in seen:
+                own |= methods(found, seen + (qualified,))
+        return own
+
+    return {name: len(methods(name)) for name in classes}
+
+
+def test_no_class_has_over_30_methods_counting_inherited_ones():
+    counts = method_counts({m: path.read_text(encoding="utf-8") for m, path in MODULES.items()})
+    assert counts["lmad.plan.Plan"] > 5 and counts["lmad.plan.lmad_stages.LmadPlan"] > 5  # the checker sees them
+    over = {name: n for name, n in counts.items() if n > MAX_METHODS}
+    assert not over, f"classes over {MAX_METHODS} methods (compose them of components instead): {over}"
+
+
+def test_the_method_count_follows_package_bases():
+    sources = {
+        "lmad.a": "class A:\n" + "".join(f"    def a{i}(self): ...\n" for i in range(20)),
+        "lmad.b": "from .a import A\nclass B(A):\n" + "".join(f"    def b{i}(self): ...\n" for i in range(11))
+                  + "    def a0(self): ...\n",
+        "lmad.c": "from . import b\nclass C(b.B, dict):\n    def c(self): ...\n",
+    }
+    assert method_counts(sources) == {"lmad.a.A": 20, "lmad.b.B": 31, "lmad.c.C": 32}

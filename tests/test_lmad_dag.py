@@ -523,11 +523,11 @@ def test_the_premise_prompt_is_an_input_only_of_a_run_with_a_graph_method():
     from test_plan import demo_config
 
     with_dag = Plan(demo_config(methods=["cot", "sc", "lmad", "lmad-dag"]))  # the demo's README variant
-    assert ["hotpotqa", "lmad-dag"] in with_dag.lmad_units() and "lmad-dag" in with_dag.paper_columns()
-    assert with_dag.lmad_premise_prompt() == {"premise_prompt": "config/prompts/extractor_premises.txt"}
-    assert with_dag.lmad_graph_params() == {"max_conflicts": 1, "align_jaccard": 0.8}
+    assert ["hotpotqa", "lmad-dag"] in with_dag.lmad.units() and "lmad-dag" in with_dag.paper.columns()
+    assert with_dag.lmad.premise_prompt() == {"premise_prompt": "config/prompts/extractor_premises.txt"}
+    assert with_dag.lmad.graph_params() == {"max_conflicts": 1, "align_jaccard": 0.8}
     chain_only = Plan(demo_config(methods=["cot", "sc", "lmad"]))
-    assert chain_only.lmad_premise_prompt() == {} and chain_only.lmad_graph_params() == {}
+    assert chain_only.lmad.premise_prompt() == {} and chain_only.lmad.graph_params() == {}
 
 
 # ------------------------------------------------------------------ the trace viewer and the trace figure

@@ -29,21 +29,21 @@ def test_replicates_are_runs_with_their_own_call_seed_and_paths():
     assert plan.backbones == ["smollm2-135m/seed0", "smollm2-135m/seed3"]
     job = wildcards(backbone="smollm2-135m/seed3")
     assert plan.call_seed(job) == 3 and plan.call_seed(wildcards(backbone="smollm2-135m")) == 0
-    assert plan.proposal_tables(job)[0] == "results/smollm2-135m/seed3/hotpotqa/samples/proposals.parquet"
-    assert plan.model_spec("smollm2-135m/seed3")["name"] == "smollm2-135m"
+    assert plan.questions.proposal_tables(job)[0] == "results/smollm2-135m/seed3/hotpotqa/samples/proposals.parquet"
+    assert plan.models.spec("smollm2-135m/seed3")["name"] == "smollm2-135m"
     assert "results/smollm2-135m/analysis/replicates.md" in plan.all_outputs()
-    assert plan.replicate_accuracies(wildcards(model="smollm2-135m")) == [
+    assert plan.analysis.replicate_accuracies(wildcards(model="smollm2-135m")) == [
         layout.analysis("smollm2-135m/seed0", "accuracy.parquet"), layout.analysis("smollm2-135m/seed3", "accuracy.parquet")]
 
 
 def test_lmad_tables_follow_the_units_order():
     plan = Plan(demo_config())
     job = wildcards(backbone="smollm2-135m", iteration="1")
-    units = plan.lmad_units()
+    units = plan.lmad.units()
     assert units[:3] == [["hotpotqa", "lmad"], ["hotpotqa", "lmad-concrete"], ["hotpotqa", "lmad-always"]]
-    paths = plan.lmad_unit_tables("state", "smollm2-135m", 0, job)
+    paths = plan.lmad.unit_tables("state", "smollm2-135m", 0, job)
     assert [(layout.parse(p).dataset, layout.parse(p).method) for p in paths] == [tuple(u) for u in units]
-    assert plan.lmad_state(job) == {"state": paths} and plan.lmad_state(wildcards(backbone="b", iteration="0")) == {}
+    assert plan.lmad.state(job) == {"state": paths} and plan.lmad.state(wildcards(backbone="b", iteration="0")) == {}
 
 
 def test_served_models_clients_are_local_rules_and_offline_ones_are_not():
@@ -52,7 +52,7 @@ def test_served_models_clients_are_local_rules_and_offline_ones_are_not():
     serve_by_default(config)
     plan = Plan(config)
     defined = {"generate", "judge", "lmad_generate", "jury"}
-    assert plan.served_client_rules(defined) == ["generate", "lmad_generate"]
-    assert plan.model_threads("v") == 1 and plan.model_spec("v")["server_resources"]["gpu"] == 1
+    assert plan.models.served_client_rules(defined) == ["generate", "lmad_generate"]
+    assert plan.models.threads("v") == 1 and plan.models.spec("v")["server_resources"]["gpu"] == 1
     config["models"]["v"]["serve"] = False
-    assert Plan(config).served_client_rules(defined) == []
+    assert Plan(config).models.served_client_rules(defined) == []

@@ -156,7 +156,7 @@ def test_served_run_starts_one_server_for_backbone_and_judge(workdir, monkeypatc
 
 
 def test_the_server_job_gets_the_sizing_the_rules_computed(monkeypatch):
-    """Plan.model_spec (lmad.plan) hands a served model's server its GPU sizing as
+    """plan.models.spec (lmad.plan.models) hands a served model's server its GPU sizing as
     ``server_resources``; the client passes exactly that to the server's start."""
     seen = {}
 

@@ -56,7 +56,7 @@ class Planner:
 TOY_RULES = '''
 rule toy_table:
     input:
-        questions=plan.configured_questions(),
+        questions=plan.questions.configured(),
     output:
         md=layout.paper("toy.md"),
     params:

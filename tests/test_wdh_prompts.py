@@ -45,7 +45,7 @@ def test_the_main_evaluation_debates_with_the_verification_prompt():
     # every debating method's revision rounds read it: Vanilla Debate and the selected societies
     plan = Plan(config)
     for method in ("mad", "mad+ac-greedy", "mad+sc-greedy", "mad+top-k"):
-        got = plan.debate_round_inputs(wildcards(backbone="qwen3-4b", debate_method=method, debate_round="1"))
+        got = plan.debate.round_inputs(wildcards(backbone="qwen3-4b", debate_method=method, debate_round="1"))
         assert got["prompt_debate_revise"] == VERIFY, method
 
 

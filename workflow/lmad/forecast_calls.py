@@ -107,7 +107,7 @@ def forecast(config: dict, workdir: str | Path = ".") -> Forecast:
 
     def counter(model: str) -> PromptCounter:
         if model not in counters:
-            spec = plan.model_spec(model)
+            spec = plan.models.spec(model)
             counters[model] = PromptCounter(tokenizer_of(spec, workdir))
             out.tokenizers[model] = "tokenizer" if counters[model].count else "chars/4"
             stores[model] = CallStore(spec, cache_dir)
@@ -152,7 +152,7 @@ def _template(plan: Plan, role: str) -> int:
 def _backbone_groups(plan: Plan, backbone: str, out: Forecast, counter, stores, workdir: Path) -> None:
     config, model = plan.config, layout.model_of(backbone)
     count, store = counter(model), stores[model]
-    temps = plan.agent_temperatures(backbone)
+    temps = plan.models.agent_temperatures(backbone)
     K, S = len(temps), config["solver"]["max_tokens"]
     seed = config["seed"] if layout.replicate_of(backbone) is None else layout.replicate_of(backbone)
     qs = {d: out.questions[(backbone, d)] for d in plan.datasets}
@@ -169,11 +169,11 @@ def _backbone_groups(plan: Plan, backbone: str, out: Forecast, counter, stores, 
 
     # ---- generate: CoT (one agent at 0) and the proposals (the personas); requests known exactly
     proposals_needed = ("sc" in plan.methods or any(not METHODS[m].society for m in plan.lmad_methods)
-                        or any(plan.debate_setting(m, backbone).shares_proposals for m in plan.debate_methods))
+                        or any(plan.debate.setting(m, backbone).shares_proposals for m in plan.debate_methods))
     for stage, wanted in (("cot", "cot" in plan.methods), ("proposals", proposals_needed)):
         if not wanted:
             continue
-        stage_temps = plan.stage_temperatures(stage, temps)
+        stage_temps = plan.questions.stage_temperatures(stage, temps)
         requests, prompt = [], 0.0
         for d, q in qs.items():
             if q.rows is None:
@@ -190,10 +190,10 @@ def _backbone_groups(plan: Plan, backbone: str, out: Forecast, counter, stores, 
     # ---- debate baselines: per round, methods whose requests coincide are one group
     shared: dict[tuple, dict] = {}
     for m in plan.debate_methods:
-        setting = plan.debate_setting(m, backbone)
+        setting = plan.debate.setting(m, backbone)
         proto = METHODS[m].protocol
         k = len(setting.temperatures)
-        aux = plan.aux_max_tokens(m)
+        aux = plan.debate.aux_max_tokens(m)
         for t in range(setting.rounds + 1):
             if t == 0 and setting.shares_proposals:
                 continue  # the proposals, counted above
@@ -346,7 +346,7 @@ def _judge_groups(plan: Plan, out: Forecast, counter, stores, workdir: Path) -> 
             + v["max_aliases"] * ("alias" in v["kinds"]) + 2
         n = sum(min(config["datasets"][d].get("n") or v["questions_per_dataset"], v["questions_per_dataset"])
                 for d in plan.datasets if free_form[d])
-        done = n * per_q if _exists(workdir, [plan.judge_validation_file("validation.parquet")]) else 0
+        done = n * per_q if _exists(workdir, [plan.analysis.judge_validation_file("validation.parquet")]) else 0
         if n:
             out.groups.append(Group(judge, "judge validation", n * per_q, True, J, n * per_q * (tmpl + 40), "est.",
                                     done))

@@ -31,7 +31,7 @@ class Questions:
 def questions_of(plan: Plan, backbone: str, dataset: str, workdir: Path) -> Questions:
     spec = plan.config["datasets"][dataset]
     limit = plan.backbone_n.get(layout.model_of(backbone))
-    own = workdir / plan.questions_path(backbone, dataset)
+    own = workdir / plan.questions.path(backbone, dataset)
     if own.exists():
         from .schemas import read_table
 
@@ -44,7 +44,7 @@ def questions_of(plan: Plan, backbone: str, dataset: str, workdir: Path) -> Ques
 
         rows, source = read_table("questions", full).to_dicts(), "the run's questions table"
     elif spec.get("source", "jsonl") in ("jsonl", "local"):
-        rows, source = load_dataset_spec(plan.dataset_spec(dataset), REPO), "the local source file"
+        rows, source = load_dataset_spec(plan.questions.dataset_spec(dataset), REPO), "the local source file"
     if rows is None:
         n = min(x for x in (spec.get("n"), limit) if x is not None) if (spec.get("n") or limit) else 0
         return Questions(n, None, f"n as configured (source {spec.get('source')}: not read offline)")

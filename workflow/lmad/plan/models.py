@@ -28,17 +28,21 @@ class ModelRule:
     threads: int | Callable[[Any], int]
     resources: dict[str, Any]
 
-class ModelPlanning:
-    """Model tables of a run's plan (mixed into lmad.plan.Plan, whose attributes they read)."""
+class ModelPlan:
+    """Model tables of a run's plan (``plan.models``): the run's scope, and any other
+    axis' tables, come from ``plan`` (lmad.plan.Plan)."""
 
-    def model_spec(self, name: str) -> dict:
+    def __init__(self, plan):
+        self.plan = plan
+
+    def spec(self, name: str) -> dict:
         """A model's config entry (``name``: the model, or a run of it), with the converted-weights
         folder for GGUF sources; a committee's: its first member's, with the committee
         (lmad.committees.committee_param)."""
         name = layout.model_of(name)
-        if committees.is_committee(self.config, name):
-            return committees.committee_param(self.config, name, self.model_spec)
-        models = self.config["models"]
+        if committees.is_committee(self.plan.config, name):
+            return committees.committee_param(self.plan.config, name, self.spec)
+        models = self.plan.config["models"]
         spec = {"name": name, **models[name]}
         if "gguf" in spec:
             spec["model"] = self._converted(name)
@@ -47,89 +51,89 @@ class ModelPlanning:
         # job sizing (resources:) is scheduling only: it never reaches the backend or params
         return {k: v for k, v in spec.items() if k not in ("gguf", "resources")}
 
-    def models_of(self, name: str) -> list[str]:
+    def of(self, name: str) -> list[str]:
         """The models a backbone's (or a run's) jobs call: a committee's every member and role model."""
-        return committees.models_of(self.config, layout.model_of(name))
+        return committees.models_of(self.plan.config, layout.model_of(name))
 
     def agent_temperatures(self, backbone: str) -> list[float]:
         """The temperatures of a backbone's agents (the proposals, LMAD): a committee's members'."""
-        return committees.agent_temperatures(self.config, layout.model_of(backbone))
+        return committees.agent_temperatures(self.plan.config, layout.model_of(backbone))
 
     def _converted(self, name: str) -> str:
         """The converted-weights folder of a GGUF model: the first model's (config order) with the same
         GGUF, so a perturbed copy of a model (``perturb:``) converts nothing twice."""
-        gguf = self.config["models"][name]["gguf"]
-        first = next(m for m, spec in self.config["models"].items() if spec.get("gguf") == gguf)
+        gguf = self.plan.config["models"][name]["gguf"]
+        first = next(m for m, spec in self.plan.config["models"].items() if spec.get("gguf") == gguf)
         return f"resources/models/{first}"
 
-    def model_files(self, name: str) -> list[str]:
-        return list(dict.fromkeys(self._converted(m) for m in self.models_of(name) if "gguf" in self.config["models"][m]))
+    def files(self, name: str) -> list[str]:
+        return list(dict.fromkeys(self._converted(m) for m in self.of(name) if "gguf" in self.plan.config["models"][m]))
 
-    def model_threads(self, name: str) -> int:
+    def threads(self, name: str) -> int:
         def threads(spec: dict) -> int:
             return 1 if spec.get("serve") else spec.get("threads", 1)  # a served model's jobs are HTTP clients
 
         # a committee job runs its members' batches one after the other: the most any of them uses
-        return max(threads(self.config["models"][m]) for m in self.models_of(name))
+        return max(threads(self.plan.config["models"][m]) for m in self.of(name))
 
     def sizing(self, name: str) -> dict:
         """A backbone's job resources: a committee job holds every member model, so each resource is
         the largest any member asks for (placement strings: the first member's that sets one)."""
         out: dict = {}
-        for m in self.models_of(name):
-            for key, value in model_sizing(self.config["models"], m).items():
+        for m in self.of(name):
+            for key, value in model_sizing(self.plan.config["models"], m).items():
                 if key not in out:
                     out[key] = value
                 elif isinstance(value, (int, float)) and isinstance(out[key], (int, float)):
                     out[key] = max(out[key], value)
         return out
 
-    def model_rule(self, kind: str, models: list[str] | None = None) -> ModelRule:
+    def rule(self, kind: str, models: list[str] | None = None) -> ModelRule:
         """The repeated sections of a rule of ``kind``: "judge", the run's judge model; any other
         kind ("backbone"; the jury's "juror"), the model the job's wildcard of that name names, one
         of ``models`` (default: the backbones)."""
-        cache_dir = self.config["cache_dir"]
+        cache_dir = self.plan.config["cache_dir"]
         if kind == "judge":
-            return ModelRule(input={"weights": self.model_files(self.judge)},
-                             params={"model": self.model_spec(self.judge), "cache_dir": cache_dir},
-                             threads=self.model_threads(self.judge), resources=self.model_resources(self.judge))
-        models = self.config["backbones"] if models is None else models
+            return ModelRule(input={"weights": self.files(self.plan.judge)},
+                             params={"model": self.spec(self.plan.judge), "cache_dir": cache_dir},
+                             threads=self.threads(self.plan.judge), resources=self.resources(self.plan.judge))
+        models = self.plan.config["backbones"] if models is None else models
 
         def named(w):
             return getattr(w, kind)
 
-        return ModelRule(input={"weights": lambda w: self.model_files(named(w))},
-                         params={"model": lambda w: self.model_spec(named(w)), "cache_dir": cache_dir},
-                         threads=lambda w: self.model_threads(named(w)),
-                         resources=self.model_resources(wildcard=kind, models=models))
+        return ModelRule(input={"weights": lambda w: self.files(named(w))},
+                         params={"model": lambda w: self.spec(named(w)), "cache_dir": cache_dir},
+                         threads=lambda w: self.threads(named(w)),
+                         resources=self.resources(wildcard=kind, models=models))
 
-    def model_resources(self, name=None, wildcard: str = "backbone", models=None) -> dict:
+    def resources(self, name=None, wildcard: str = "backbone", models=None) -> dict:
         """A model rule's resources (lmad.job_resources): the sizing of a fixed model; for a rule
         whose ``wildcard`` names the model (default {backbone}, over the backbones; rule jury:
         {juror}, over the jurors), one function per resource any of ``models`` sets (a model that
         does not set it gets None, i.e. the resource is left unset)."""
         if name is not None:
             return self.sizing(name)
-        models = self.config["backbones"] if models is None else models
+        models = self.plan.config["backbones"] if models is None else models
         keys = sorted(set().union(*(self.sizing(m) for m in models)))
         return {key: self._wildcard_resource(key, wildcard) for key in keys}
 
     def _wildcard_resource(self, key: str, wildcard: str):
         def resource(wildcards, input):
             value = self.sizing(getattr(wildcards, wildcard)).get(key)
-            return unset_mem_mb(self.default_resources, input) if value is None and key == "mem_mb" else value
+            return unset_mem_mb(self.plan.default_resources, input) if value is None and key == "mem_mb" else value
         return resource
 
     def served_client_rules(self, defined: set[str]) -> list[str]:
         """Model rules every model of which is served: their jobs only talk to the model's server,
         so on SLURM they run on the submit host and hold no allocation while they wait; the
         server is the model's one SLURM job (lmad.backends.serve). ``defined``: the workflow's rule names."""
-        kinds = {"backbone": self.config["backbones"], "judge": [self.judge]}
+        kinds = {"backbone": self.plan.config["backbones"], "judge": [self.plan.judge]}
         calls = {rule: kinds[kind] for kind, rules in MODEL_RULES.items() for rule in rules}
-        for planner in self.studies.values():
+        for planner in self.plan.studies.values():
             calls |= planner.model_rules()
         return [rule for rule, names in calls.items() if rule in defined
-                and all(self.config["models"][m].get("serve") for name in names for m in self.models_of(name))]
+                and all(self.plan.config["models"][m].get("serve") for name in names for m in self.of(name))]
 
     def any_served(self) -> bool:
-        return any(m.get("serve") for m in self.config["models"].values())
+        return any(m.get("serve") for m in self.plan.config["models"].values())

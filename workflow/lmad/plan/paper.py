@@ -6,56 +6,60 @@ from .. import layout
 from ..registry import TABLE2_METHODS, TRACE_FIGURE_METHODS
 
 
-class PaperPlanning:
-    """Paper tables of a run's plan (mixed into lmad.plan.Plan, whose attributes they read)."""
+class PaperPlan:
+    """Paper tables of a run's plan (``plan.paper``): the run's scope, and any other
+    axis' tables, come from ``plan`` (lmad.plan.Plan)."""
+
+    def __init__(self, plan):
+        self.plan = plan
 
     def _backbones(self, wildcards) -> list[str]:
-        return [wildcards.backbone] if wildcards is not None and "backbone" in wildcards.keys() else self.backbones
+        return [wildcards.backbone] if wildcards is not None and "backbone" in wildcards.keys() else self.plan.backbones
 
-    def paper_columns(self) -> list[str]:
+    def columns(self) -> list[str]:
         """Table 1 columns: the configured list, restricted to methods this run has."""
-        return [m for m in self.config["paper"]["columns"] if m in self.methods]
+        return [m for m in self.plan.config["paper"]["columns"] if m in self.plan.methods]
 
-    def paper_judgments(self, wildcards=None) -> list[str]:
-        return [layout.judgments(b, d) for b in self._backbones(wildcards) for d in self.datasets]
+    def judgments(self, wildcards=None) -> list[str]:
+        return [layout.judgments(b, d) for b in self._backbones(wildcards) for d in self.plan.datasets]
 
-    def paper_predictions(self, wildcards=None) -> list[str]:
-        return [p for b in self.backbones for d in self.datasets for p in self.predictions_of(b, d)]
+    def predictions(self, wildcards=None) -> list[str]:
+        return [p for b in self.plan.backbones for d in self.plan.datasets for p in self.plan.analysis.predictions_of(b, d)]
 
-    def paper_proposals(self, wildcards=None) -> list[str]:
-        return [layout.samples(b, d, "proposals") for b in self.backbones for d in self.datasets]
+    def proposals(self, wildcards=None) -> list[str]:
+        return [layout.samples(b, d, "proposals") for b in self.plan.backbones for d in self.plan.datasets]
 
-    def paper_rounds0(self, wildcards=None) -> list[str]:
+    def rounds0(self, wildcards=None) -> list[str]:
         """Round 0 of every configured debate method: headroom measures each against its own opening."""
-        return [layout.debate_round(b, d, m, 0) for b in self.backbones for d in self.datasets
-                for m in self.debate_methods]
+        return [layout.debate_round(b, d, m, 0) for b in self.plan.backbones for d in self.plan.datasets
+                for m in self.plan.debate_methods]
 
-    def paper_traces(self, methods=None):
+    def traces(self, methods=None):
         """Input function: LMAD trace tables of the given LMAD methods (default: Table 2's, all three)."""
-        wanted = [m for m in (methods or TABLE2_METHODS) if m in self.methods]
-        return lambda w: [layout.lmad_trace(b, d, m) for b in self._backbones(w) for d in self.datasets for m in wanted]
+        wanted = [m for m in (methods or TABLE2_METHODS) if m in self.plan.methods]
+        return lambda w: [layout.lmad_trace(b, d, m) for b in self._backbones(w) for d in self.plan.datasets for m in wanted]
 
-    def paper_debate_rounds(self, wildcards) -> list[str]:
+    def debate_rounds(self, wildcards) -> list[str]:
         """Every round table of every configured debate method (one backbone when the rule has one)."""
-        return self.debate_every_round(self._backbones(wildcards), self.datasets)
+        return self.plan.debate.every_round(self._backbones(wildcards), self.plan.datasets)
 
-    def paper_outputs(self) -> list[str]:
+    def outputs(self) -> list[str]:
         """Everything rule paper builds under results/paper/."""
         out = [layout.paper(f"{name}.{ext}") for name in ("table1", "cost", "headroom") for ext in ("csv", "md")]
         out += [layout.paper(n) for n in ("table1.tex", "accuracy.png", "pareto.png")]
-        if all(m in self.methods for m in TABLE2_METHODS):
+        if all(m in self.plan.methods for m in TABLE2_METHODS):
             out += [layout.paper(n) for n in ("table2.csv", "table2.md", "table2.tex", "table2_checks.csv")]
-        if self.debate_methods:
+        if self.plan.debate_methods:
             out += [layout.paper(n) for n in ("rounds.png", "dynamics.csv", "dynamics.md")]
-        if any(m in self.methods for m in TRACE_FIGURE_METHODS):
+        if any(m in self.plan.methods for m in TRACE_FIGURE_METHODS):
             out.append(layout.paper("lmad_trace.png"))
         out += self.truemad_outputs()
-        return out + [layout.paper(f"viewer/{b}.html") for b in self.backbones]
+        return out + [layout.paper(f"viewer/{b}.html") for b in self.plan.backbones]
 
     def truemad_outputs(self) -> list[str]:
         """TrueMAD's Table 1, Tables 4-6 and 7-9 (rule paper_truemad) where config ``paper.truemad`` asks for
         them and the run has a debate method."""
-        if not (self.config["paper"].get("truemad") and self.debate_methods):
+        if not (self.plan.config["paper"].get("truemad") and self.plan.debate_methods):
             return []
         return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6", "tables7-9")
                 for ext in ("csv", "md")]
@@ -64,22 +68,22 @@ class PaperPlanning:
         """{dataset: its benchmark (the dataset's ``type``, else its name)}: datasets of one benchmark
         (AIME's yearly copies) pool into one column of TrueMAD's tables."""
         from ..data.loaders import dataset_type
-        return {name: dataset_type(name, spec) for name, spec in self.config["datasets"].items()}
+        return {name: dataset_type(name, spec) for name, spec in self.plan.config["datasets"].items()}
 
-    def paper_figures(self) -> list[str]:
+    def figures(self) -> list[str]:
         """The figures rule paper_figures draws: rounds needs a debate method, lmad_trace lmad or lmad-dag."""
-        return (["accuracy", "pareto"] + ["rounds"] * bool(self.debate_methods)
-                + ["lmad_trace"] * any(m in self.methods for m in TRACE_FIGURE_METHODS))
+        return (["accuracy", "pareto"] + ["rounds"] * bool(self.plan.debate_methods)
+                + ["lmad_trace"] * any(m in self.plan.methods for m in TRACE_FIGURE_METHODS))
 
     def viewer_label_inputs(self, wildcards) -> dict:
         """The trace viewer's disagreement labels of one backbone: only the layers that are on (none
         by default, so the viewer needs no disagreement job)."""
         inputs = {}
-        if self.disagreement["self_report"] and self.debate_methods:
-            inputs["steps"] = self.debate_every_round([wildcards.backbone], self.datasets, "_steps", first=1)
-        if self.disagreement["self_report"] and self.lmad_methods:
+        if self.plan.disagreement["self_report"] and self.plan.debate_methods:
+            inputs["steps"] = self.plan.debate.every_round([wildcards.backbone], self.plan.datasets, "_steps", first=1)
+        if self.plan.disagreement["self_report"] and self.plan.lmad_methods:
             inputs["lmad_reports"] = [layout.disagreement(wildcards.backbone, "lmad_self_report.parquet")]
-        if self.disagreement["pushback"] and (self.debate_methods or self.lmad_methods):
+        if self.plan.disagreement["pushback"] and (self.plan.debate_methods or self.plan.lmad_methods):
             inputs["labels"] = [layout.disagreement(wildcards.backbone, "pushback.parquet")]
-            inputs["pushback_validation"] = [self.study("disagreement").pushback_validation_file("validation.parquet")]
+            inputs["pushback_validation"] = [self.plan.study("disagreement").pushback_validation_file("validation.parquet")]
         return inputs

@@ -7,45 +7,49 @@ from ..registry import METHODS
 from ..societies import split_society, sweep_sizes
 
 
-class SocietyPlanning:
-    """Society tables of a run's plan (mixed into lmad.plan.Plan, whose attributes they read)."""
+class SocietyPlan:
+    """Society tables of a run's plan (``plan.societies``): the run's scope, and any other
+    axis' tables, come from ``plan`` (lmad.plan.Plan)."""
 
-    def society_outputs(self) -> list[str]:
+    def __init__(self, plan):
+        self.plan = plan
+
+    def outputs(self) -> list[str]:
         """What the society rules add to `rule all` (nothing unless enabled)."""
-        if not self.societies["enabled"]:
+        if not self.plan.societies_config["enabled"]:
             return []
         return ([layout.paper(f"societies.{ext}") for ext in ("csv", "md")] + [layout.paper("society_debates.csv")]
-                + [layout.paper(f"societies_sweep.{ext}") for ext in ("csv", "md") if self.society_sizes()])
+                + [layout.paper(f"societies_sweep.{ext}") for ext in ("csv", "md") if self.sizes()])
 
-    def society_sizes(self) -> list[int]:
+    def sizes(self) -> list[int]:
         """The construction-set sizes of the sweep (config societies.split.sizes; none when off)."""
-        return sweep_sizes(self.societies["split"]) if self.societies["enabled"] else []
+        return sweep_sizes(self.plan.societies_config["split"]) if self.plan.societies_config["enabled"] else []
 
     def held_out_splits(self, wildcards=None) -> list[str]:
         """Every run's construction / held-out split while societies are on (none otherwise): the
         tables with a society column score every method on its held-out questions only."""
-        return [layout.society(b, "split") for b in self.backbones] if self.societies["enabled"] else []
+        return [layout.society(b, "split") for b in self.plan.backbones] if self.plan.societies_config["enabled"] else []
 
     def held_out_size(self) -> int | None:
         """The construction split's questions per benchmark while societies are on (table captions)."""
-        return self.societies["split"]["size"] if self.societies["enabled"] else None
+        return self.plan.societies_config["split"]["size"] if self.plan.societies_config["enabled"] else None
 
-    def society_debate_methods(self) -> list[str]:
+    def debate_methods(self) -> list[str]:
         """The run's debating and LMAD methods with a society, each followed by its plain method when
         the run has it."""
         out = []
-        for m in self.debate_methods + self.lmad_methods:
+        for m in self.plan.debate_methods + self.plan.lmad_methods:
             if METHODS[m].society:
-                out += [m] + [b for b in [split_society(m)[0]] if b in self.methods and b not in out]
+                out += [m] + [b for b in [split_society(m)[0]] if b in self.plan.methods and b not in out]
         return list(dict.fromkeys(out))
 
-    def society_debate_inputs(self, wildcards) -> dict:
+    def debate_inputs(self, wildcards) -> dict:
         """Rule paper_societies: every backbone's pool (its splits), questions and the predictions of
-        society_debate_methods()."""
-        methods = self.society_debate_methods()
+        debate_methods()."""
+        methods = self.debate_methods()
         if not methods:
             return {}
-        return {"pools": [layout.society(b, "pool") for b in self.backbones],
-                "questions": [self.questions_path(b, d) for b in self.backbones for d in self.datasets],
-                "predictions": [layout.predictions(b, d, m) for b in self.backbones for d in self.datasets
+        return {"pools": [layout.society(b, "pool") for b in self.plan.backbones],
+                "questions": [self.plan.questions.path(b, d) for b in self.plan.backbones for d in self.plan.datasets],
+                "predictions": [layout.predictions(b, d, m) for b in self.plan.backbones for d in self.plan.datasets
                                 for m in methods]}

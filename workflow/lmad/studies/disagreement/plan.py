@@ -51,7 +51,7 @@ class Planner:
         plan = self.plan
         inputs = {"steps": [], "labels": [], "validation": []}
         if self.config["self_report"]:
-            inputs["steps"] = plan.debate_every_round(plan.backbones, plan.datasets, "_steps", first=1)
+            inputs["steps"] = plan.debate.every_round(plan.backbones, plan.datasets, "_steps", first=1)
         if self.config["self_report"] and plan.lmad_methods:
             inputs["lmad_reports"] = [layout.disagreement(b, "lmad_self_report.parquet") for b in plan.backbones]
         if self.config["pushback"]:

@@ -14,7 +14,7 @@ localrules:
 
 rule pushback_validation:
     input:
-        questions=plan.configured_questions(),
+        questions=plan.questions.configured(),
         prompt=config["prompts"]["pushback_judge"],
         **JUDGE_MODEL.input,
     output:
@@ -42,8 +42,8 @@ rule pushback_validation:
 
 rule pushback:
     input:
-        unpack(plan.lmad_local_debate_inputs),
-        rounds=plan.debate_replies,
+        unpack(plan.lmad.local_debate_inputs),
+        rounds=plan.debate.replies,
         prompt=config["prompts"]["pushback_judge"],
         **JUDGE_MODEL.input,
     output:
@@ -87,12 +87,12 @@ rule disagreement_table:
 # deleted / kept (one job per backbone, one batch, the backbone's model).
 rule lmad_self_report:
     input:
-        unpack(plan.lmad_society),
-        **plan.lmad_tone_prompts(),
-        questions=plan.question_tables,
-        localizations=plan.lmad_every_iteration_by_dataset("localize"),
-        positions=plan.lmad_every_iteration_by_dataset("debate"),
-        states=plan.lmad_every_iteration_by_dataset("state", last=1),
+        unpack(plan.lmad.society),
+        **plan.lmad.tone_prompts(),
+        questions=plan.questions.tables,
+        localizations=plan.lmad.every_iteration_by_dataset("localize"),
+        positions=plan.lmad.every_iteration_by_dataset("debate"),
+        states=plan.lmad.every_iteration_by_dataset("state", last=1),
         prompt=config["prompts"]["debater"],
         prompt_self_report=config["prompts"]["self_report"],
         **BACKBONE_MODEL.input,
@@ -105,7 +105,7 @@ rule lmad_self_report:
         **BACKBONE_MODEL.params,
         max_tokens=config["lmad"]["max_tokens"]["debater"],
         seed=plan.call_seed,
-        **plan.persistence_params(),
+        **plan.debate.persistence_params(),
     conda:
         "../../../../envs/pipeline.yaml"
     threads: BACKBONE_MODEL.threads
@@ -119,8 +119,8 @@ rule lmad_self_report:
 # argument vs length-matched filler, one batch per backbone (lmad.studies.disagreement.probe_stages).
 rule probe:
     input:
-        questions=plan.question_tables,
-        proposals=plan.proposal_tables,
+        questions=plan.questions.tables,
+        proposals=plan.questions.proposal_tables,
         **BACKBONE_MODEL.input,
     output:
         reads=layout.disagreement("{backbone}", "probe.parquet"),

@@ -22,10 +22,10 @@ class Planner:
 
     def round_units(self) -> list[list]:
         """[dataset, method, round] of every answer table a finalizers job reads, in input order."""
-        return self.plan.round_units(self.plan.datasets, self.plan.finalizer_methods())
+        return self.plan.rounds.units(self.plan.datasets, self.plan.rounds.finalizer_methods())
 
     def rounds(self, wildcards) -> list[str]:
-        return [self.plan.round_answers(wildcards.backbone, d, m, t) for d, m, t in self.round_units()]
+        return [self.plan.rounds.answers(wildcards.backbone, d, m, t) for d, m, t in self.round_units()]
 
     def finalized_tables(self, wildcards=None) -> list[str]:
         return [layout.finalized(b, d) for b in self.plan.backbones for d in self.plan.datasets]

@@ -12,7 +12,7 @@ if FINALIZERS.config["enabled"]:
 
     rule finalizers:
         input:
-            questions=plan.question_tables,
+            questions=plan.questions.tables,
             rounds=FINALIZERS.rounds,
             prompt_judge=config["prompts"]["finalize_judge"],
             prompt_verifier=config["prompts"]["verifier"],
@@ -52,18 +52,18 @@ if FINALIZERS.config["enabled"]:
 
     rule paper_readout:
         input:
-            questions=plan.configured_questions(),
+            questions=plan.questions.configured(),
             finalized=FINALIZERS.finalized_tables(),
-            held_out=plan.held_out_splits(),
+            held_out=plan.societies.held_out_splits(),
             predictions=lambda w: [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS
-                                   for m in plan.finalizer_methods()],
+                                   for m in plan.rounds.finalizer_methods()],
             round_samples=lambda w: [layout.debate_round(b, d, m, t) for b in BACKBONES for d in DATASETS
-                                     for m in DEBATE_METHODS for t in range(plan.method_rounds(m))],
+                                     for m in DEBATE_METHODS for t in range(plan.rounds.saved(m))],
             round_steps=lambda w: [layout.debate_round(b, d, m, t, "_steps") for b in BACKBONES for d in DATASETS
-                                   for m in DEBATE_METHODS for t in range(plan.method_rounds(m))],
+                                   for m in DEBATE_METHODS for t in range(plan.rounds.saved(m))],
             traces=lambda w: [layout.lmad_trace(b, d, m) for b in BACKBONES for d in DATASETS for m in LMAD_METHODS],
             votes=lambda w: [layout.samples(b, d, METHODS[m].samples) for b in BACKBONES for d in DATASETS
-                             for m in plan.finalizer_methods() if METHODS[m].family == "single"],
+                             for m in plan.rounds.finalizer_methods() if METHODS[m].family == "single"],
         output:
             csv=layout.paper("readout.csv"),
             md=layout.paper("readout.md"),
@@ -72,9 +72,9 @@ if FINALIZERS.config["enabled"]:
             "logs/paper/readout.log",
         params:
             **stage("lmad.studies.finalizers.readout_stages:readout_table"),
-            held_out_size=plan.held_out_size(),
+            held_out_size=plan.societies.held_out_size(),
             backbones=BACKBONES,
-            methods=plan.finalizer_methods(),
+            methods=plan.rounds.finalizer_methods(),
         conda:
             "../../../../envs/pipeline.yaml"
         script:
@@ -82,11 +82,11 @@ if FINALIZERS.config["enabled"]:
 
     rule paper_headroom_lift:
         input:
-            questions=plan.configured_questions(),
+            questions=plan.questions.configured(),
             finalized=FINALIZERS.finalized_tables(),
-            held_out=plan.held_out_splits(),
+            held_out=plan.societies.held_out_splits(),
             predictions=lambda w: [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS
-                                   for m in plan.finalizer_methods()],
+                                   for m in plan.rounds.finalizer_methods()],
         output:
             csv=layout.paper("headroom_lift.csv"),
             md=layout.paper("headroom_lift.md"),
@@ -95,7 +95,7 @@ if FINALIZERS.config["enabled"]:
             "logs/paper/headroom_lift.log",
         params:
             **stage("lmad.studies.finalizers.readout_stages:headroom_lift"),
-            held_out_size=plan.held_out_size(),
+            held_out_size=plan.societies.held_out_size(),
         conda:
             "../../../../envs/pipeline.yaml"
         script:

@@ -45,7 +45,7 @@ class Planner:
 
     def syntheses(self, wildcards) -> list[str]:
         """The last round's steps of each of the jury's methods that ends in a chair: its synthesis."""
-        return [layout.debate_round(wildcards.backbone, d, m, self.plan.rounds_of(m)[-1], "_steps")
+        return [layout.debate_round(wildcards.backbone, d, m, self.plan.debate.rounds_of(m)[-1], "_steps")
                 for d in self.plan.datasets for m in self.config["pair"]
                 if METHODS[m].protocol is not None and METHODS[m].protocol.final == "chair"]
 

@@ -5,7 +5,7 @@
 # Input functions are lmad.studies.jury.plan's.
 
 JURY = plan.study("jury")
-JUROR_MODEL = plan.model_rule("juror", JURY.jurors)
+JUROR_MODEL = plan.models.rule("juror", JURY.jurors)
 
 
 localrules:
@@ -14,7 +14,7 @@ localrules:
 
 rule jury:
     input:
-        questions=plan.configured_questions(),
+        questions=plan.questions.configured(),
         predictions=JURY.predictions,
         syntheses=JURY.syntheses,
         prompt=config["prompts"]["jury_subscores" if config["jury"]["subscores"] else "jury"],

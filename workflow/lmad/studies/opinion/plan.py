@@ -28,14 +28,14 @@ class Planner:
     def round_units(self) -> list[list]:
         """[dataset, method, round] of every answer table rule opinion_table reads: the rounds of the
         methods with several agents or samples (the finalizers' methods), rounds in order."""
-        return self.plan.round_units(self.datasets, self.plan.finalizer_methods())
+        return self.plan.rounds.units(self.datasets, self.plan.rounds.finalizer_methods())
 
     def prediction_units(self) -> list[list[str]]:
-        rounds = set(self.plan.finalizer_methods())
+        rounds = set(self.plan.rounds.finalizer_methods())
         return [[d, m] for d in self.datasets for m in self.plan.methods if m not in rounds]
 
     def inputs(self, wildcards) -> dict:
         plan, b = self.plan, wildcards.backbone
-        return {"questions": [plan.questions_path(b, d) for d in self.datasets],
-                "rounds": [plan.round_answers(b, d, m, t) for d, m, t in self.round_units()],
+        return {"questions": [plan.questions.path(b, d) for d in self.datasets],
+                "rounds": [plan.rounds.answers(b, d, m, t) for d, m, t in self.round_units()],
                 "predictions": [layout.predictions(b, d, m) for d, m in self.prediction_units()]}

@@ -26,10 +26,10 @@ class Planner:
         """Every backbone's rubric scores, every debate round's answers and every LMAD generation."""
         plan = self.plan
         inputs = {"scores": [layout.disagreement(b, "process_scores.parquet") for b in plan.backbones],
-                  "rounds": plan.debate_every_round(plan.backbones, plan.datasets)}
+                  "rounds": plan.debate.every_round(plan.backbones, plan.datasets)}
         if plan.lmad_methods:
             inputs["lmad_generate"] = [t for b in plan.backbones
-                                       for t in plan.lmad_every_iteration(b, plan.datasets, "generate", method_first=False)]
+                                       for t in plan.lmad.every_iteration(b, plan.datasets, "generate", method_first=False)]
         if plan.config["process"]["battery_questions"]:
             inputs["rubric_validation"] = [self.rubric_validation_file("validation.parquet")]
         return inputs

@@ -12,9 +12,9 @@ localrules:
 
 rule process_scores:
     input:
-        unpack(plan.lmad_local_debate_inputs),
-        questions=plan.question_tables,
-        rounds=plan.debate_replies,
+        unpack(plan.lmad.local_debate_inputs),
+        questions=plan.questions.tables,
+        rounds=plan.debate.replies,
         prompt=config["prompts"]["process_rubric"],
         **JUDGE_MODEL.input,
     output:
@@ -39,7 +39,7 @@ rule process_scores:
 # rubric means only when it passes (one job, the run's judge model, one batch).
 rule rubric_validation:
     input:
-        questions=plan.configured_questions(),
+        questions=plan.questions.configured(),
         prompt=config["prompts"]["process_rubric"],
         **JUDGE_MODEL.input,
     output:
@@ -68,8 +68,8 @@ rule rubric_validation:
 rule process_table:
     input:
         unpack(PROCESS.table_inputs),
-        questions=plan.configured_questions(),
-        validation=plan.judge_validation_file(),
+        questions=plan.questions.configured(),
+        validation=plan.analysis.judge_validation_file(),
     output:
         csv=layout.paper("process.csv"),
         md=layout.paper("process.md"),
