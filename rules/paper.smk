@@ -19,6 +19,7 @@ localrules:
     paper_viewer,
     paper_dynamics,
     paper_truemad,
+    paper_wdh,
 
 
 rule paper:
@@ -197,6 +198,39 @@ rule paper_truemad:
         **stage("lmad.stages.paper_truemad:truemad_tables"),
         benchmarks=plan.benchmarks(),
         methods=plan.paper_columns(),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"
+
+
+# When Debate Helps' Table 1 (config paper.wdh): vote20's predictions and each debate's round-3 state, one
+# column per dataset of paper.wdh_datasets, on the held-out questions while societies are on
+# (lmad.paper.wdh)
+from lmad.paper import wdh as wdh_table1
+
+WDH_COLUMNS = wdh_table1.columns(config)
+
+
+rule paper_wdh:
+    input:
+        questions=[layout.questions(d) for d in WDH_COLUMNS],
+        predictions=wdh_table1.vote_inputs(plan.backbones, WDH_COLUMNS, plan.methods),
+        rounds=wdh_table1.round_inputs(plan.backbones, WDH_COLUMNS, plan.methods),
+        states=wdh_table1.round_inputs(plan.backbones, WDH_COLUMNS, plan.methods, "_state"),
+        held_out=plan.held_out_splits(),
+    output:
+        csv=layout.paper("wdh/table1.csv"),
+        md=paper_report("wdh/table1.md", "wdh_table1"),
+    log:
+        "logs/paper/wdh_table1.log",
+    params:
+        **stage("lmad.stages.paper_wdh:wdh_table1"),
+        **plan.run_scope("backbones", "methods"),
+        datasets=WDH_COLUMNS,
+        benchmarks=plan.benchmarks(),
+        vote_samples=len(config["agents"]["temperatures"]),
+        held_out_size=plan.held_out_size(),
     conda:
         "../envs/pipeline.yaml"
     script:

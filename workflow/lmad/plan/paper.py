@@ -50,6 +50,7 @@ class PaperPlanning:
         if any(m in self.methods for m in TRACE_FIGURE_METHODS):
             out.append(layout.paper("lmad_trace.png"))
         out += self.truemad_outputs()
+        out += self.wdh_outputs()
         return out + [layout.paper(f"viewer/{b}.html") for b in self.backbones]
 
     def truemad_outputs(self) -> list[str]:
@@ -59,6 +60,10 @@ class PaperPlanning:
             return []
         return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6", "tables7-9")
                 for ext in ("csv", "md")]
+
+    def wdh_outputs(self) -> list[str]:
+        """When Debate Helps' Table 1 (rule paper_wdh) where config ``paper.wdh`` asks for it."""
+        return [layout.paper(f"wdh/table1.{ext}") for ext in ("csv", "md")] if self.config["paper"].get("wdh") else []
 
     def benchmarks(self) -> dict[str, str]:
         """{dataset: its benchmark (the dataset's ``type``, else its name)}: datasets of one benchmark
