@@ -19,6 +19,7 @@ localrules:
     paper_viewer,
     paper_dynamics,
     paper_truemad,
+    paper_wdh,
 
 
 rule paper:
@@ -197,6 +198,34 @@ rule paper_truemad:
         **stage("lmad.stages.paper_truemad:truemad_tables"),
         benchmarks=plan.paper.benchmarks(),
         methods=plan.paper.columns(),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"
+
+
+# When Debate Helps' Table 1 (config paper.wdh): vote20's predictions and each debate's round-3 state, one
+# column per dataset of paper.wdh_datasets, on the held-out questions while societies are on
+# (lmad.paper.wdh)
+rule paper_wdh:
+    input:
+        questions=[layout.questions(d) for d in plan.paper.wdh_columns()],
+        predictions=plan.paper.wdh_votes(),
+        rounds=plan.paper.wdh_rounds(),
+        states=plan.paper.wdh_rounds("_state"),
+        held_out=plan.societies.held_out_splits(),
+    output:
+        csv=layout.paper("wdh/table1.csv"),
+        md=paper_report("wdh/table1.md", "wdh_table1"),
+    log:
+        "logs/paper/wdh_table1.log",
+    params:
+        **stage("lmad.stages.paper_wdh:wdh_table1"),
+        **plan.analysis.run_scope("backbones", "methods"),
+        datasets=plan.paper.wdh_columns(),
+        benchmarks=plan.paper.benchmarks(),
+        vote_samples=len(config["agents"]["temperatures"]),
+        held_out_size=plan.societies.held_out_size(),
     conda:
         "../envs/pipeline.yaml"
     script:

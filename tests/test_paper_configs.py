@@ -91,7 +91,7 @@ def test_when_debate_helps():
     assert wildcard(jobs, "predict", "method") == {"sc"} and len(config["agents"]["temperatures"]) == 20  # vote20
     assert len(setting_of("mad", config).temperatures) == 4 and config["societies"]["k"] == 4
     assert {"finalizers", "paper_readout", "paper_headroom_lift", "society_pool", "society_select",
-            "paper_societies", "paper_headroom", "paper_dynamics"} <= set(rules_of(jobs))
+            "paper_societies", "paper_headroom", "paper_dynamics", "paper_wdh"} <= set(rules_of(jobs))
     assert config["finalizers"]["names"] == ["vote", "vote_judge", "lvd"]
 
 

@@ -6,6 +6,7 @@ from . import studies
 from .backend_registry import backend
 from .committees import is_committee
 from .data.loaders import dataset_type
+from .paper import wdh as wdh_table1
 from .protocols.debate import setting_of
 from .registry import method
 from .societies import check_split_size, configured_size, size_key, sweep_sizes, transfer_only
@@ -78,6 +79,7 @@ def check_config(config: dict, allow_test_double: bool) -> None:
         elif method(name).society:
             check_lmad_society(name, config)
     check_society_split(config)
+    wdh_table1.check_config(config)
 
 
 def check_society_split(config: dict) -> None:

@@ -3,6 +3,7 @@ where the rule has that wildcard."""
 from __future__ import annotations
 
 from .. import layout
+from ..paper import wdh as wdh_table1
 from ..registry import TABLE2_METHODS, TRACE_FIGURE_METHODS
 
 
@@ -54,6 +55,7 @@ class PaperPlan:
         if any(m in self.plan.methods for m in TRACE_FIGURE_METHODS):
             out.append(layout.paper("lmad_trace.png"))
         out += self.truemad_outputs()
+        out += self.wdh_outputs()
         return out + [layout.paper(f"viewer/{b}.html") for b in self.plan.backbones]
 
     def truemad_outputs(self) -> list[str]:
@@ -63,6 +65,23 @@ class PaperPlan:
             return []
         return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6", "tables7-9")
                 for ext in ("csv", "md")]
+
+    def wdh_outputs(self) -> list[str]:
+        """When Debate Helps' Table 1 (rule paper_wdh) where config ``paper.wdh`` asks for it."""
+        return [layout.paper(f"wdh/table1.{ext}") for ext in ("csv", "md")] if self.plan.config["paper"].get("wdh") else []
+
+    def wdh_columns(self) -> list[str]:
+        """The datasets of When Debate Helps' Table 1 (config ``paper.wdh_datasets``, else every one)."""
+        return wdh_table1.columns(self.plan.config)
+
+    def wdh_votes(self) -> list[str]:
+        """vote20's predictions on every backbone and column of the table."""
+        return wdh_table1.vote_inputs(self.plan.backbones, self.wdh_columns(), self.plan.methods)
+
+    def wdh_rounds(self, part: str = "") -> list[str]:
+        """The round the table reads (its answers, or with ``part`` "_state" its state) of every debate
+        row on every backbone and column."""
+        return wdh_table1.round_inputs(self.plan.backbones, self.wdh_columns(), self.plan.methods, part)
 
     def benchmarks(self) -> dict[str, str]:
         """{dataset: its benchmark (the dataset's ``type``, else its name)}: datasets of one benchmark

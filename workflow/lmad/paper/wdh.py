@@ -1,0 +1,222 @@
+"""When Debate Helps' Table 1 as the paper reads it (§4.2, Table 1): accuracy under one call budget,
+one block per backbone, a row per method, a column per displayed benchmark and their Avg.
+
+Rows, in the paper's order (those the run has): vote20 (``sc``: the majority of its samples, its
+final predictions), Vanilla Debate (``mad``) and MAD with each selected society (``mad+ac-greedy``,
+``mad+sc-greedy``, ``mad+top-k``, config order). A debate row reads the debate's state after round
+3 (:data:`ROUND`), not its final round: a question still open then is scored by the typed majority
+of its agents' round-3 answers (the question's answer type groups them; a tie goes to the lowest
+agent index, as the engine's own final vote), and a question that stopped by round 3 keeps the
+answer it stopped with.
+
+Columns: the config's ``paper.wdh_datasets`` (every configured dataset when empty), each a dataset
+of the run; Avg. is the unweighted mean of the columns' accuracies (the paper's mean over its eight
+displayed columns), undefined when a column has no value.
+
+With a society split every cell is the accuracy on the held-out evaluation questions only, and a
+column's questions are the same for every method (a mismatch is an error, never a silently
+different denominator). Correctness is the question's own rule (:func:`lmad.answers.gold_correct`).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from .. import layout
+from ..answers import Gold, gold_correct, reading_of
+from ..number_format import fmt, markdown
+from ..registry import split_society
+from . import DATASET_LABELS, label
+
+#: the debate round Table 1 reads (the paper's round-3 majority state)
+ROUND = 3
+VOTE = "sc"
+DEBATE = "mad"
+AVG = "avg"
+CSV_COLUMNS = ["backbone", "method", "source", "dataset", "questions", "correct", "accuracy", "construction"]
+
+
+def row_methods(methods: Sequence[str]) -> list[str]:
+    """Table 1's rows among the run's ``methods``: vote20, Vanilla Debate, then each MAD society."""
+    societies = [m for m in methods if split_society(m)[0] == DEBATE and split_society(m)[1] is not None]
+    return [m for m in (VOTE, DEBATE) if m in methods] + societies
+
+
+def debate_rows(methods: Sequence[str]) -> list[str]:
+    """The rows that read a debate round (every row but vote20)."""
+    return [m for m in row_methods(methods) if m != VOTE]
+
+
+def columns(config: Mapping) -> list[str]:
+    """Table 1's datasets: config ``paper.wdh_datasets``, else every configured dataset."""
+    return list((config.get("paper") or {}).get("wdh_datasets") or config["datasets"])
+
+
+def check_config(config: Mapping) -> None:
+    """With ``paper.wdh`` on: its datasets are configured ones, and every debate row debates at least
+    :data:`ROUND` rounds on every backbone (else the table has no round to read)."""
+    if not (config.get("paper") or {}).get("wdh"):
+        return
+    from ..protocols.debate import setting_of
+
+    unknown = [d for d in columns(config) if d not in config["datasets"]]
+    if unknown:
+        raise ValueError(f"config paper.wdh_datasets: {unknown} are not configured datasets; the run has "
+                         f"{list(config['datasets'])}")
+    for method in debate_rows(config["methods"]):
+        for backbone in config["backbones"]:
+            rounds = setting_of(method, config, backbone).rounds
+            if rounds < ROUND:
+                raise ValueError(f"config debate.rounds: When Debate Helps' Table 1 (paper.wdh) reads round {ROUND} "
+                                 f"of {method}, which debates {rounds} round(s) on {backbone}; set debate.rounds "
+                                 f"(or debate.methods.{split_society(method)[0]}.rounds) to {ROUND} or more")
+
+
+def vote_inputs(backbones: Sequence[str], datasets: Sequence[str], methods: Sequence[str]) -> list[str]:
+    """vote20's predictions of every backbone and column (none without ``sc``)."""
+    return [layout.predictions(b, d, VOTE) for b in backbones for d in datasets] if VOTE in methods else []
+
+
+def round_inputs(backbones: Sequence[str], datasets: Sequence[str], methods: Sequence[str],
+                 part: str = "") -> list[str]:
+    """Round :data:`ROUND`'s answers (``part`` "") or state (``"_state"``) of every debate row."""
+    return [layout.debate_round(b, d, m, ROUND, part) for b in backbones for d in datasets
+            for m in debate_rows(methods)]
+
+
+def column_label(dataset: str, benchmark: str) -> str:
+    """A column's header: a benchmark's own label, a subject dataset as ``MMLU-Redux: philosophy``,
+    a dataset named as the start of its benchmark's label in that label's spelling (``gpqa``: GPQA)."""
+    if dataset in DATASET_LABELS:
+        return label(dataset)
+    bench = label(benchmark)
+    if dataset.startswith(f"{benchmark}-"):
+        return f"{bench}: {dataset[len(benchmark) + 1:]}"
+    return bench[:len(dataset)] if bench.lower().startswith(dataset.lower()) else dataset
+
+
+def method_label(method: str, vote_samples: int) -> str:
+    if method == VOTE:
+        return f"vote{vote_samples} ({VOTE})"
+    if method == DEBATE:
+        return f"Vanilla Debate ({DEBATE})"
+    return label(method)
+
+
+# ---- answers ----
+
+def round_answers(questions: Mapping[str, Mapping], samples: Sequence[Mapping],
+                  state: Sequence[Mapping]) -> dict[str, str]:
+    """{qid: the debate's answer after the round} of one method on one dataset. ``samples``: the
+    round's answers (the questions still debating in it); ``state``: the state after it (every
+    question). A stopped question keeps its state's answer; an open one gets the typed majority of
+    its agents' answers, in agent order."""
+    by_q: dict[str, dict[int, str]] = {}
+    for r in samples:
+        by_q.setdefault(r["qid"], {})[r["agent"]] = r["answer"] or ""
+    out = {}
+    for s in state:
+        qid = s["qid"]
+        if not s["active"]:
+            out[qid] = s["prediction"] or ""
+        elif qid in by_q:
+            agents = by_q[qid]
+            out[qid] = reading_of(questions[qid]).vote([agents[a] for a in sorted(agents)])[0] or ""
+        else:
+            raise ValueError(f"question {qid} is open after the round but has no answers in it")
+    return out
+
+
+def score(answers: Mapping[str, str], golds: Mapping[str, Gold], keep: set[str] | None = None) -> dict[str, bool]:
+    """{qid: correct} of the answered questions (those in ``keep`` when given: the held-out ones)."""
+    return {q: bool(gold_correct(a, golds[q])) for q, a in answers.items() if keep is None or q in keep}
+
+
+def cells(scored: Mapping[tuple[str, str, str], Mapping[str, bool]]) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """``{(backbone, method, dataset): {qid: correct}}`` → ``{...: (correct, questions)}``; every method
+    of a (backbone, dataset) must have scored the same questions."""
+    seen: dict[tuple[str, str], tuple[str, frozenset]] = {}
+    for (backbone, method, dataset), flags in scored.items():
+        qs = frozenset(flags)
+        first = seen.setdefault((backbone, dataset), (method, qs))
+        if first[1] != qs:
+            raise ValueError(f"{backbone}/{dataset}: {method} is scored on {len(qs)} questions, {first[0]} on "
+                             f"{len(first[1])} (differing: {sorted(first[1] ^ qs)[:5]}); every method of a column "
+                             "must answer the same questions")
+    return {key: (sum(flags.values()), len(flags)) for key, flags in scored.items()}
+
+
+# ---- the table ----
+
+def table_rows(counts: Mapping[tuple[str, str, str], tuple[int, int]], backbones: Sequence[str],
+               methods: Sequence[str], datasets: Sequence[str],
+               construction: Mapping[tuple[str, str], int] | None = None) -> list[dict]:
+    """Long form: one row per backbone × method (present in ``counts``) × column, then its Avg.
+    Accuracy in percent, None for a column with no question; Avg. = mean of the columns' accuracies,
+    None unless every column has one. ``construction``: {(backbone, dataset): the questions of the
+    society split's construction part, left out} (None without a split)."""
+    construction = construction or {}
+    rows = []
+    for backbone in backbones:
+        for method in methods:
+            if not any((backbone, method, d) in counts for d in datasets):
+                continue
+            source = "predictions" if method == VOTE else f"round{ROUND}"
+            accs = []
+            for d in datasets:
+                correct, n = counts.get((backbone, method, d), (0, 0))
+                acc = 100 * correct / n if n else None
+                accs.append(acc)
+                rows.append({"backbone": backbone, "method": method, "source": source, "dataset": d, "questions": n,
+                             "correct": correct, "accuracy": acc, "construction": construction.get((backbone, d))})
+            avg = sum(accs) / len(accs) if accs and all(a is not None for a in accs) else None
+            left_out = [construction.get((backbone, d)) for d in datasets]
+            rows.append({"backbone": backbone, "method": method, "source": source, "dataset": AVG,
+                         "questions": sum(r["questions"] for r in rows[-len(datasets):]), "correct": None,
+                         "accuracy": avg, "construction": sum(left_out) if None not in left_out else None})
+    return rows
+
+
+def table_markdown(rows: Sequence[Mapping], datasets: Sequence[str], benchmarks: Mapping[str, str],
+                   vote_samples: int) -> str:
+    """One block per backbone: a row per method, the columns and Avg. (%), then each column's questions
+    (and, with a split, its construction questions left out)."""
+    heads = [column_label(d, benchmarks.get(d, d)) for d in datasets]
+    out = []
+    for backbone in dict.fromkeys(r["backbone"] for r in rows):
+        mine = [r for r in rows if r["backbone"] == backbone]
+        body = []
+        for method in dict.fromkeys(r["method"] for r in mine):
+            by = {r["dataset"]: r for r in mine if r["method"] == method}
+            body.append([method_label(method, vote_samples), *(fmt(by[d]["accuracy"]) for d in [*datasets, AVG])])
+        n = {r["dataset"]: r["questions"] for r in mine}
+        left = {r["dataset"]: r["construction"] for r in mine}
+        text = f"## {backbone}\n\n" + markdown(["Method", *heads, "Avg."], body)
+        if all(left[d] is not None for d in datasets):
+            text += ("\nHeld-out questions per column: " + ", ".join(f"{h} {n[d]}" for h, d in zip(heads, datasets))
+                     + "; construction questions left out: "
+                     + ", ".join(f"{h} {left[d]}" for h, d in zip(heads, datasets)) + "\n")
+        else:
+            text += "\nQuestions per column: " + ", ".join(f"{h} {n[d]}" for h, d in zip(heads, datasets)) + "\n"
+        out.append(text)
+    return "\n".join(out)
+
+
+def title(vote_samples: int) -> str:
+    return f"# When Debate Helps, Table 1: vote{vote_samples} and round-{ROUND} debate accuracy (%)\n\n"
+
+
+def caption(datasets: Sequence[str], vote_samples: int, held_out: bool, size: int | None) -> str:
+    if held_out:
+        size_text = f"{size} question(s) per benchmark" if size is not None else "per benchmark"
+        where = (f"Every cell is accuracy on the held-out questions only: each benchmark's construction split "
+                 f"({size_text}, config societies.split.size; each column's share above), on which the societies "
+                 f"were selected, is left out, and every method of a column is scored on the same questions.")
+    else:
+        where = "No society split in this run: every cell is over all of the dataset's questions."
+    return (f"\nAccuracy (%). vote{vote_samples}: the majority of {vote_samples} samples (method {VOTE}, its final "
+            f"predictions). Debate rows: the debate's state after round {ROUND} (R{ROUND}), not its final round: the "
+            f"typed majority of the agents' round-{ROUND} answers (a tie goes to the lowest agent index), or the answer "
+            f"a question stopped with before. Avg. = the unweighted mean of the {len(datasets)} columns (– when a "
+            f"column has no value). {where} Correctness is each question's answer type's own rule (equivalence of "
+            f"numbers, expressions, option letters). The When Debate Helps summary prints no Table 1 cells to check "
+            f"against.\n")
