@@ -4,7 +4,7 @@
 # policies (lmad = strict, lmad-concrete, lmad-always) compute their identical calls once.
 # Tables stay per unit (lmad.layout.lmad_table): results/{backbone}/{dataset}/{method}/iter{k}/{stage}.parquet.
 # Questions that stopped pass through later iterations untouched; a stage with nothing to
-# do writes empty tables without loading a model. Input functions are lmad.plan's;
+# do writes empty tables without loading a model. Input functions are plan.lmad's (lmad.plan.lmad_stages);
 # stage bodies in lmad.stages.localized_debate. A method with a selected society (lmad+ac-greedy) is one
 # more unit; the society file is then an input of generate and debate (its agents' stages).
 # Graph LMAD (lmad-dag, …) is more units too: extraction asks its premise prompt, localization
