@@ -160,3 +160,28 @@ def test_du_et_al_cross_model_debate():
     assert rounds_per_method(jobs) == {"mad": {0, 1}}
     assert wildcard(jobs, "debate_round", "backbone") == set(config["backbones"])
     assert len(setting_of("mad", config, name).temperatures) == 2
+
+
+def test_when_debate_helps_thicket_overlay():
+    """config/wdh-thicket.yaml over config/wdh.yaml: each backbone on the embedded backend (the one that
+    loads perturbed weights), its society pool the base agent plus 100 seeded perturbations at each of
+    the paper's three scales, and the whole study planned on it."""
+    from lmad.backend_registry import backend
+    from lmad.societies import pool_agents
+
+    config = yaml.safe_load((REPO / "config" / "wdh.yaml").read_text())
+    overlay = yaml.safe_load((REPO / "config" / "wdh-thicket.yaml").read_text())
+    jobs = planned_jobs("--forceall", "--configfile", "config/wdh.yaml", "config/wdh-thicket.yaml")
+    models = overlay["models"]
+    assert overlay["backbones"] == list(models) and all(backend(m["backend"]).perturbable for m in models.values())
+    assert {m["model"] for m in models.values()} == {config["models"][b]["model"] for b in config["backbones"]}
+    pool = {**config["societies"]["pool"], **overlay["societies"]["pool"]}
+    perturbed = [a for a in pool_agents(pool["temperatures"], pool["personas"], pool["variants"], pool["perturbations"])
+                 if a.perturb is not None]
+    by_scale = Counter(a.perturb_scale for a in perturbed)
+    assert by_scale == {0.0005: 100, 0.001: 100, 0.002: 100}
+    assert len({(a.perturb_seed, a.perturb_scale) for a in perturbed}) == 300
+    assert wildcard(jobs, "society_pool", "backbone") == set(models)
+    assert {"society_select", "paper_societies", "paper_wdh", "paper_readout"} <= set(rules_of(jobs))
+    assert {m: set(r) for m, r in rounds_per_method(jobs).items()} == {
+        m: set(range(6)) for m in ("mad", "mad+ac-greedy", "mad+sc-greedy", "mad+top-k")}
