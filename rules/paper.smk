@@ -20,6 +20,7 @@ localrules:
     paper_dynamics,
     paper_truemad,
     paper_wdh,
+    paper_wdh_robustness,
 
 
 rule paper:
@@ -226,6 +227,24 @@ rule paper_wdh:
         benchmarks=plan.paper.benchmarks(),
         vote_samples=len(config["agents"]["temperatures"]),
         held_out_size=plan.societies.held_out_size(),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"
+
+
+# When Debate Helps §A.5 (config paper.wdh with two or more `seeds`): each society debate's Table 1
+# Avg. minus Vanilla Debate's in the same run, paired over the runs (lmad.paper.wdh.paired_gains)
+rule paper_wdh_robustness:
+    input:
+        table1=layout.paper("wdh/table1.csv"),
+    output:
+        csv=layout.paper("wdh/robustness.csv"),
+        md=paper_report("wdh/robustness.md", "wdh_robustness"),
+    log:
+        "logs/paper/wdh_robustness.log",
+    params:
+        **stage("lmad.stages.paper_wdh:wdh_robustness"),
     conda:
         "../envs/pipeline.yaml"
     script:

@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 from conftest import REPO, make_config, snakemake
 from lmad import layout
@@ -250,3 +251,84 @@ def test_a_scripted_run_writes_the_table(tmp_path):
     assert set(t["questions"].to_list()[:2]) == {2}
     md = (tmp_path / "results/paper/wdh/table1.md").read_text()
     assert "| Method | AMC12 | MATH500 | Avg. |" in md and "Vanilla Debate (mad)" in md
+
+
+# ------------------------------------------------------------------ §A.5: paired gains over runs
+
+def avg_rows(avgs: dict[tuple[str, str], float | None]) -> list[dict]:
+    """Table 1's Avg. rows of replicate runs: {(run, method): Avg.}."""
+    return [{"backbone": b, "method": m, "dataset": wdh.AVG, "accuracy": a} for (b, m), a in avgs.items()]
+
+
+def test_paired_gains_over_five_runs_against_vanilla_debate():
+    society, runs = "mad+sc-greedy", [f"qwen/seed{s}" for s in range(5)]
+    vanilla = [60.0, 62.0, 61.0, 59.0, 63.0]
+    gains = [1.0, 2.0, 0.5, 1.5, 1.0]
+    rows = avg_rows({**{(r, "mad"): v for r, v in zip(runs, vanilla)},
+                     **{(r, society): v + g for r, v, g in zip(runs, vanilla, gains)},
+                     **{(r, "sc"): 50.0 for r in runs}})
+    (got,) = wdh.paired_gains(rows)  # vote20 is no society debate: no row
+    assert (got["backbone"], got["method"], got["baseline"], got["runs"], got["seeds"]) == ("qwen", society, "mad", 5,
+                                                                                            [0, 1, 2, 3, 4])
+    assert got["gains"] == pytest.approx(gains) and got["mean_gain"] == pytest.approx(1.2)
+    # mean ± t(0.975, 4) · SD / √5, SD = 0.570, as scipy's own interval and one-sample t-test of the gains
+    assert got["sd"] == pytest.approx(0.5700877, abs=1e-6)
+    low, high = scipy_stats.t.interval(0.95, 4, loc=1.2, scale=scipy_stats.sem(gains))
+    assert (got["ci_low"], got["ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    assert got["p_value"] == pytest.approx(scipy_stats.ttest_1samp(gains, 0).pvalue)
+    assert type(got["ci_low"]) is float and "| 5 | +1.20 | 0.57 | [+0.49, +1.91] | 0.00926 |" in wdh.robustness_markdown([got])
+
+
+def test_paired_gains_edges_one_run_no_spread_and_a_missing_cell():
+    one = wdh.paired_gains(avg_rows({("m/seed0", "mad"): 50.0, ("m/seed0", "mad+top-k"): 55.0}))
+    assert one[0]["runs"] == 1 and one[0]["sd"] is None and one[0]["ci_low"] is None and one[0]["p_value"] is None
+    flat = wdh.paired_gains(avg_rows({("m/seed0", "mad"): 50.0, ("m/seed0", "mad+top-k"): 52.0,
+                                      ("m/seed1", "mad"): 40.0, ("m/seed1", "mad+top-k"): 42.0,
+                                      ("m/seed2", "mad"): 30.0, ("m/seed2", "mad+top-k"): None}))
+    assert flat[0]["runs"] == 2 and flat[0]["mean_gain"] == 2.0 and flat[0]["sd"] == 0 and flat[0]["p_value"] is None
+    assert wdh.paired_gains(avg_rows({("m/seed0", "mad"): 50.0})) == []
+    assert "nothing to compare" in wdh.robustness_markdown([])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), min_size=2, max_size=6))
+def test_the_interval_holds_the_mean_gain_of_the_runs(pairs):
+    rows = avg_rows({**{(f"m/seed{i}", "mad"): v for i, (v, _) in enumerate(pairs)},
+                     **{(f"m/seed{i}", "mad+ac-greedy"): s for i, (_, s) in enumerate(pairs)}})
+    (got,) = wdh.paired_gains(rows)
+    assert got["runs"] == len(pairs)
+    assert got["mean_gain"] == pytest.approx(sum(s - v for v, s in pairs) / len(pairs), abs=1e-9)
+    if got["ci_low"] is not None:
+        assert got["ci_low"] <= got["mean_gain"] <= got["ci_high"] and 0 <= got["p_value"] <= 1
+    md = wdh.robustness_markdown([got])
+    assert f"| {len(pairs)} |" in md
+
+
+def test_the_robustness_overlay_plans_the_paired_table():
+    env = {**os.environ, "LMAD_ALLOW_TEST_DOUBLE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--dry-run", "--forceall", "--configfile", "config/wdh.yaml",
+                           "config/wdh-robustness.yaml"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "rule paper_wdh_robustness:" in out and "results/paper/wdh/robustness.md" in out
+    # five runs per backbone, each with its own pool, societies and debates
+    pools = set(re.findall(r"output: results/([\w.-]+/seed\d)/societies/pool.parquet", out))
+    assert pools == {f"{b}/seed{s}" for b in ("qwen3-4b", "olmo3-7b") for s in range(5)}
+
+
+def test_a_scripted_run_over_two_seeds_writes_the_paired_gains(tmp_path):
+    demo = REPO / "data" / "demo"
+    make_config(tmp_path, methods=["sc", "mad", "mad+top-k"], debate={"rounds": 3}, paper={"wdh": True}, seeds=[0, 1],
+                societies={"enabled": True, "k": 2, "split": {"size": 1},
+                           "pool": {"temperatures": [0.1, 0.9], "personas": ["plain"],
+                                    "variants": ["standard"], "perturbations": []}},
+                datasets={d: {"source": "jsonl", "path": str(demo / f"{d}.jsonl"), "n": 2} for d in ("amc12", "math500")})
+    snakemake(tmp_path, "results/paper/wdh/robustness.md")
+    t1 = pl.read_csv(tmp_path / "results/paper/wdh/table1.csv")
+    assert set(t1["backbone"]) == {"scripted/seed0", "scripted/seed1"}
+    got = pl.read_csv(tmp_path / "results/paper/wdh/robustness.csv")
+    assert got["method"].to_list() == ["mad+top-k"] and got["runs"].to_list() == [2]
+    avg = {(r["backbone"], r["method"]): r["accuracy"] for r in t1.to_dicts() if r["dataset"] == wdh.AVG}
+    gains = [avg[(f"scripted/seed{s}", "mad+top-k")] - avg[(f"scripted/seed{s}", "mad")] for s in (0, 1)]
+    assert got["mean_gain"][0] == pytest.approx(sum(gains) / 2)
+    assert "§A.5" in (tmp_path / "results/paper/wdh/robustness.md").read_text()

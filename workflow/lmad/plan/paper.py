@@ -67,8 +67,13 @@ class PaperPlan:
                 for ext in ("csv", "md")]
 
     def wdh_outputs(self) -> list[str]:
-        """When Debate Helps' Table 1 (rule paper_wdh) where config ``paper.wdh`` asks for it."""
-        return [layout.paper(f"wdh/table1.{ext}") for ext in ("csv", "md")] if self.plan.config["paper"].get("wdh") else []
+        """When Debate Helps' Table 1 (rule paper_wdh) where config ``paper.wdh`` asks for it, and with
+        replicate runs its §A.5 robustness table (rule paper_wdh_robustness)."""
+        if not self.plan.config["paper"].get("wdh"):
+            return []
+        # §A.5's paired gains over matched runs need two runs at least (config seeds)
+        names = ("table1", "robustness") if len(self.plan.seeds) >= 2 else ("table1",)
+        return [layout.paper(f"wdh/{name}.{ext}") for name in names for ext in ("csv", "md")]
 
     def wdh_columns(self) -> list[str]:
         """The datasets of When Debate Helps' Table 1 (config ``paper.wdh_datasets``, else every one)."""

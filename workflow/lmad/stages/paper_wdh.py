@@ -1,6 +1,8 @@
 """When Debate Helps' Table 1 (rule paper_wdh, results/paper/wdh/table1.{csv,md}): vote20's
 predictions and each debate's round-3 state, per backbone and displayed dataset, on the held-out
-questions when the run has a society split (lmad.paper.wdh)."""
+questions when the run has a society split; and over replicate runs (config ``seeds``) §A.5's
+paired gains of each society debate over Vanilla Debate (rule paper_wdh_robustness,
+results/paper/wdh/robustness.{csv,md}) (lmad.paper.wdh)."""
 from __future__ import annotations
 
 import logging
@@ -9,6 +11,7 @@ import polars as pl
 
 from .. import layout
 from ..atomic import write_text
+from ..number_format import fmt
 from ..paper import wdh
 from .. import societies as so
 from ..schemas import read_table
@@ -88,3 +91,13 @@ def wdh_table1(questions: list[str], predictions: list[str], rounds: list[str], 
     write_text(md, wdh.title(vote_samples) + wdh.table_markdown(rows, datasets, benchmarks, vote_samples)
                + wdh.caption(datasets, vote_samples, bool(held_out), held_out_size))
     log.info("When Debate Helps Table 1: %d rows over %d column(s)", len(rows), len(datasets))
+
+
+def wdh_robustness(table1: str, csv: str, md: str, provenance: dict) -> None:
+    rows = pl.read_csv(table1, infer_schema_length=None).to_dicts()
+    gains = wdh.paired_gains(rows)
+    flat = [{**g, "seeds": " ".join(map(str, g["seeds"])), "gains": " ".join(fmt(x, signed=True) for x in g["gains"])}
+            for g in gains]
+    _write_csv(csv, flat, wdh.ROBUSTNESS_COLUMNS)
+    write_text(md, wdh.robustness_markdown(gains))
+    log.info("When Debate Helps §A.5: %d society debate(s) against Vanilla Debate", len(gains))
