@@ -429,5 +429,6 @@ def deltas_markdown(deltas: list[dict], order: Sequence[str], label, rubric_show
     if not body:
         return ""
     return ("\n## Matched comparisons\n\n"
-            + markdown(["Backbone", "Comparison", "Benchmark", *(PROCESS_LABELS[m] + " Δ" for m in shown)], body)
+            + markdown(["Backbone", "Comparison", "Benchmark",
+                        *(("CMP (%)" if m == "cmp" else PROCESS_LABELS[m]) + " Δ" for m in shown)], body)
             + "\nDifference of the two methods' means (§4.3 reads TrueMAD against MAD and TrueDMAD against DMAD).\n")

@@ -114,7 +114,8 @@ def truemad_process_tables(questions: list[str], rounds: list[str], csv: str, md
     shown = status == "PASSED"
     cells = tm.process_cells(per_q, replies, benchmarks)
     order = tm.benchmark_order(benchmarks)
-    rows = [{**r, "rubric_status": status} for r in tm.process_rows(cells, order, methods, shown)]
+    rows = [{c: {**r, "rubric_status": status}[c] for c in PROCESS_COLUMNS}
+            for r in tm.process_rows(cells, order, methods, shown)]
     _write_csv(csv, rows, PROCESS_COLUMNS)
     if not rows:
         write_text(md, "# TrueMAD Tables 10–11\n\n**No debate method in this run: nothing to report.**\n")
