@@ -101,3 +101,35 @@ def test_a_shared_module_reruns_the_rules_that_import_it(monkeypatch):
     assert smk.code_hash("lmad.stages.analyze.analyze") != before["lmad.stages.analyze.analyze"]  # imports stats
     assert "lmad.stats" not in smk._imported("lmad.stages.manifest")
     assert smk.code_hash("lmad.stages.manifest.manifest") == before["lmad.stages.manifest.manifest"]
+
+
+def _fresh_parse(smk, monkeypatch, cache_file):
+    """smk with its per-process memos cleared and its import cache at ``cache_file``."""
+    for fn in (smk._imported, smk._direct_imports):
+        fn.cache_clear()
+    monkeypatch.setattr(smk._ImportCache, "path", cache_file)
+    monkeypatch.setattr(smk._ImportCache, "_stored", None)
+    monkeypatch.setattr(smk._ImportCache, "_used", {})
+
+
+def test_the_import_cache_gives_the_parsed_hashes_and_survives_a_bad_file(tmp_path, monkeypatch):
+    from lmad import smk
+
+    stages = ("lmad.stages.analyze.analyze", "lmad.stages.localized_debate.extract", "lmad.stages.judge.judge")
+    cache_file = tmp_path / "targets.json"
+    _fresh_parse(smk, monkeypatch, cache_file)
+    parsed = {s: smk.code_hash(s) for s in stages}
+    assert cache_file.is_file()
+    # a second process reads the targets back instead of parsing: the same hashes
+    _fresh_parse(smk, monkeypatch, cache_file)
+    monkeypatch.setattr(smk, "_import_targets", lambda *a: pytest.fail("parsed although cached"))
+    assert {s: smk.code_hash(s) for s in stages} == parsed
+    monkeypatch.undo()
+    # a damaged file is a miss for every module, never an error or another hash
+    for junk in ("{not json", '["a list"]', '{"x": 3}'):
+        cache_file.write_text(junk)
+        _fresh_parse(smk, monkeypatch, cache_file)
+        assert {s: smk.code_hash(s) for s in stages} == parsed
+        monkeypatch.undo()
+    for fn in (smk._imported, smk._direct_imports):
+        fn.cache_clear()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -116,6 +117,7 @@ def code_hash(*functions: str) -> str:
     digest = hashlib.sha256()
     for module in sorted(modules.union(*(_imported(m) for m in modules))):
         digest.update(f"\0{module}\0".encode() + _module_source(module))
+    _ImportCache.save()
     return digest.hexdigest()[:16]
 
 
@@ -155,12 +157,23 @@ def _imported(module: str) -> frozenset[str]:
 @functools.lru_cache(maxsize=None)
 def _direct_imports(module: str) -> tuple[str, ...]:
     """The lmad modules ``module``'s own source imports: each module is parsed once per process,
-    however many stages import it (a run's Snakefile hashes every rule's stage)."""
-    import ast
-
+    however many stages import it (a run's Snakefile hashes every rule's stage), and once per
+    version of its source across processes (``_ImportCache``)."""
     source = _module_source(module)
     if not source:
         return ()
+    found: list[str] = []
+    for t in _ImportCache.targets(module, source):
+        if t not in found and _module_source(t):
+            found.append(t)
+    return tuple(found)
+
+
+def _import_targets(module: str, source: bytes) -> list[str]:
+    """Every lmad name an import statement of ``source`` reaches (modules or not: the caller keeps
+    the modules)."""
+    import ast
+
     package = module if _is_package(module) else module.rpartition(".")[0]
     found: list[str] = []
     for node in ast.walk(ast.parse(source)):
@@ -173,8 +186,47 @@ def _direct_imports(module: str) -> tuple[str, ...]:
                 parts = package.split(".")
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             targets = [base] + [f"{base}.{a.name}" for a in node.names]
-        found += [t for t in targets if t.split(".")[0] == "lmad" and t not in found and _module_source(t)]
-    return tuple(found)
+        found += [t for t in targets if t.split(".")[0] == "lmad"]
+    return found
+
+
+class _ImportCache:
+    """Each module version's import targets, kept in the package's __pycache__ (git ignores it):
+    parsing ~100 modules was a tenth of a no-op run, and every cluster job parses the Snakefile
+    again. Keyed by the module's name and a hash of its source, so an edit is a miss; the entries
+    this process used are what it writes back. Unreadable or unwritable: parsed as before."""
+
+    path = _ROOT / "__pycache__" / "lmad-import-targets.json"
+    _stored: dict[str, list[str]] | None = None
+    _used: dict[str, list[str]] = {}
+    _missed = False
+
+    @classmethod
+    def targets(cls, module: str, source: bytes) -> list[str]:
+        if cls._stored is None:
+            try:
+                cls._stored = dict(json.loads(cls.path.read_text()))
+            except (OSError, ValueError, TypeError):
+                cls._stored = {}
+        key = hashlib.sha256(module.encode() + b"\0" + source).hexdigest()[:32]
+        hit = cls._stored.get(key)
+        if not (isinstance(hit, list) and all(isinstance(t, str) for t in hit)):
+            hit, cls._missed = _import_targets(module, source), True
+        cls._used[key] = hit
+        return hit
+
+    @classmethod
+    def save(cls) -> None:
+        if not cls._missed:
+            return
+        cls._missed = False
+        try:
+            cls.path.parent.mkdir(exist_ok=True)
+            tmp = cls.path.with_name(f"{cls.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(cls._used, sort_keys=True))
+            os.replace(tmp, cls.path)  # atomic: processes parsing at once each write a whole file
+        except OSError:
+            pass
 
 
 def _is_package(module: str) -> bool:
