@@ -104,7 +104,9 @@ def schema(path: str | os.PathLike = SCHEMA) -> dict:
     import yaml
 
     path = Path(path)
-    return _complete(yaml.safe_load(path.read_text(encoding="utf-8")), path)
+    # libyaml's loader where PyYAML has it: the pure-Python one was a fifth of parsing the Snakefile
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return _complete(yaml.load(path.read_text(encoding="utf-8"), Loader=loader), path)
 
 
 def schema_file(path: str | os.PathLike = SCHEMA) -> str:
@@ -116,6 +118,6 @@ def schema_file(path: str | os.PathLike = SCHEMA) -> str:
     # which then fill the config and which yaml.safe_dump refuses
     fd, name = tempfile.mkstemp(prefix="lmad-config-schema-", suffix=".yaml")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        yaml.safe_dump(schema(path), fh, sort_keys=False)
+        yaml.dump(schema(path), fh, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
     atexit.register(lambda: Path(name).unlink(missing_ok=True))
     return name
