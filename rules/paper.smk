@@ -19,6 +19,8 @@ localrules:
     paper_viewer,
     paper_dynamics,
     paper_truemad,
+    paper_truemad_process,
+    paper_wdh_table20,
     paper_wdh,
     paper_wdh_robustness,
 
@@ -205,6 +207,29 @@ rule paper_truemad:
         "../workflow/scripts/stage.py"
 
 
+# TrueMAD's Tables 10-11 (config paper.truemad): the process study's rubric scores (config process.rubric)
+# and the debate rounds' CPL / AME / CMP1v3, per benchmark (AIME's copies pooled), over every seed
+# (lmad.paper.truemad)
+rule paper_truemad_process:
+    input:
+        unpack(plan.paper.truemad_process_inputs),
+        questions=plan.questions.configured(),
+        rounds=plan.paper.debate_rounds,
+    output:
+        csv=layout.paper("truemad/tables10-11.csv"),
+        md=paper_report("truemad/tables10-11.md", "truemad_process"),
+    log:
+        "logs/paper/truemad_process.log",
+    params:
+        **stage("lmad.stages.paper_truemad:truemad_process_tables"),
+        benchmarks=plan.paper.benchmarks(),
+        methods=plan.paper.columns(),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"
+
+
 # When Debate Helps' Table 1 (config paper.wdh): vote20's predictions and each debate's round-3 state, one
 # column per dataset of paper.wdh_datasets, on the held-out questions while societies are on
 # (lmad.paper.wdh)
@@ -226,6 +251,33 @@ rule paper_wdh:
         datasets=plan.paper.wdh_columns(),
         benchmarks=plan.paper.benchmarks(),
         vote_samples=len(config["agents"]["temperatures"]),
+        held_out_size=plan.societies.held_out_size(),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"
+
+
+# When Debate Helps' Table 20 (§A.12.2; config paper.wdh): per debate row and column of paper.wdh_datasets,
+# its R0 proposal hit, R0 vote, final accuracy and lift, held-out questions while societies are on; the
+# paper's is a run with another seed (config/wdh-new-seed.yaml) (lmad.paper.wdh)
+rule paper_wdh_table20:
+    input:
+        unpack(plan.paper.wdh_table20_inputs),
+        questions=[layout.questions(d) for d in plan.paper.wdh_columns()],
+        held_out=plan.societies.held_out_splits(),
+    output:
+        csv=layout.paper("wdh/table20.csv"),
+        md=paper_report("wdh/table20.md", "wdh_table20"),
+    log:
+        "logs/paper/wdh_table20.log",
+    params:
+        **stage("lmad.stages.paper_wdh:wdh_table20"),
+        **plan.analysis.run_scope("backbones", "methods"),
+        datasets=plan.paper.wdh_columns(),
+        benchmarks=plan.paper.benchmarks(),
+        seed=config["seed"],
+        rounds=config["debate"]["rounds"],
         held_out_size=plan.societies.held_out_size(),
     conda:
         "../envs/pipeline.yaml"

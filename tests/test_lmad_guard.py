@@ -1,9 +1,13 @@
 """The LMAD commit guard: verbatim quotations, subject/relation preservation, policies."""
 
+import dataclasses
+
 import pytest
 from hypothesis import given, strategies as st
 
 from lmad.protocols.localized_debate.commit_guard import (
+    Check,
+    GuardResult,
     check_evidence,
     check_relation,
     check_subject,
@@ -174,3 +178,10 @@ def test_lexical_checks_never_raise(question, nodes):
     for check in (check_subject, check_relation):
         ok, detail = check(question, nodes)
         assert isinstance(ok, bool) and isinstance(detail, str)
+
+
+@given(st.lists(st.tuples(st.text(max_size=12), st.booleans(), st.booleans(), st.text(max_size=20)), max_size=4))
+def test_guard_records_hold_every_check_field(checks):
+    """records() is written field by field (asdict is slow): a field added to Check must reach it."""
+    result = GuardResult("always", True, [Check(*c) for c in checks])
+    assert result.records() == [dataclasses.asdict(c) for c in result.checks]

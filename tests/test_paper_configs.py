@@ -71,8 +71,8 @@ def test_truemad():
     assert setting_of("truedmad", config).manners == ("io", "cot", "stepback", "selfrefine")
     assert all(config["models"][b]["backend"] == "vllm" for b in config["backbones"])
     assert {"paper_dynamics", "process_table"} <= set(rules_of(jobs))
-    # TrueMAD's own Table 1 and Tables 4-6 (results/paper/truemad/): one job over every seed
-    assert rules_of(jobs)["paper_truemad"] == 1
+    # TrueMAD's own Table 1 and Tables 4-11 (results/paper/truemad/): one job each over every seed
+    assert rules_of(jobs)["paper_truemad"] == 1 and rules_of(jobs)["paper_truemad_process"] == 1
     # three replicates of each backbone, each planning the same round jobs
     runs = wildcard(jobs, "debate_round", "backbone")
     assert {(layout.model_of(r), layout.replicate_of(r)) for r in runs} == {
@@ -91,7 +91,7 @@ def test_when_debate_helps():
     assert wildcard(jobs, "predict", "method") == {"sc"} and len(config["agents"]["temperatures"]) == 20  # vote20
     assert len(setting_of("mad", config).temperatures) == 4 and config["societies"]["k"] == 4
     assert {"finalizers", "paper_readout", "paper_headroom_lift", "society_pool", "society_select",
-            "paper_societies", "paper_headroom", "paper_dynamics", "paper_wdh"} <= set(rules_of(jobs))
+            "paper_societies", "paper_headroom", "paper_dynamics", "paper_wdh", "paper_wdh_table20"} <= set(rules_of(jobs))
     assert config["finalizers"]["names"] == ["vote", "vote_judge", "lvd"]
 
 

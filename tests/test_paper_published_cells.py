@@ -3,10 +3,11 @@ through this project's table code, to one unit of the last displayed digit (a pa
 before it averages or subtracts, so a recomputed value may differ from the printed one by that much).
 
 Where a paper gives no cells, nothing here can be recomputed and its table's caption says so:
-TrueMAD (no Table 1 or Tables 4-11 cells: ``tests/test_truemad_tables.py`` checks the caption and the
-quoted averaged gains). Du et al.'s overview prints no accuracy table, only the cross-model counts
-(recomputed below); the layered-disagreement paper's shares, drops, ratio and counts are recomputed
-below from turn counts that give its printed shares, through lmad.paper.layered.
+TrueMAD's Table 1 and Tables 4-10 (``tests/test_truemad_tables.py`` checks the caption and the quoted
+averaged gains; of Table 11 the summary quotes four AIME CPL cells, recomputed below), When Debate
+Helps' Table 20 (§A.12 quotes averages, no cell). Du et al.'s overview prints no accuracy table, only
+the cross-model counts (recomputed below); the layered-disagreement paper's shares, drops, ratio and
+counts are recomputed below from turn counts that give its printed shares, through lmad.paper.layered.
 """
 
 import math
@@ -168,6 +169,27 @@ def test_own_r0_lift_is_per_cell_and_finalizer():
     assert got["gain_own_r0"].to_list()[:4] == [0.0, 5.0, 0.0, -2.0]
     assert got["gain_own_r0"][4] is None and got["gain_own_r0"][5] == 0.0
     assert got.height == len(rows)
+
+
+def test_truemad_table11_aime_cpl_matched_comparisons():
+    """TrueMAD §4.3 / Figure 3 (Table 11): on AIME, CPL rises from 0.85 to 1.96 for TrueMAD over MAD and
+    from 0.80 to 1.01 for TrueDMAD over DMAD. Fed as one run each through Table 11's own rows and matched
+    comparisons: the cells come back as printed, both comparisons rise (by 1.11 and 0.21), and TrueMAD's
+    is the column's best (bold)."""
+    from lmad.paper import label
+    from lmad.paper import truemad as tm
+
+    def run(cpl):
+        return {"q": {"aime": {"n": 90, "k": 4, "cpl": cpl, "ame": float("nan"), "cmp": float("nan"), "replies": 0,
+                               "scored": 0, "rp": float("nan"), "ei": float("nan"), "nc": float("nan")}}}
+
+    cells = {("qwen3-30b-a3b", m): run(v) for m, v in tm.PUBLISHED_CPL_AIME.items()}
+    rows = tm.process_rows(cells, ["aime"], list(tm.PUBLISHED_CPL_AIME))
+    assert {r["method"]: fmt(r["cpl"]) for r in rows} == {m: fmt(v) for m, v in tm.PUBLISHED_CPL_AIME.items()}
+    deltas = {(d["method"], d["baseline"]): d["cpl"] for d in tm.matched_deltas(rows)}
+    assert _near(deltas[("truemad", "mad")], "1.11") and _near(deltas[("truedmad", "dmad-manners")], "0.21")
+    assert all(v > 0 for v in deltas.values())
+    assert "**1.96 ± n/a**" in tm.process_markdown(rows, ["aime"], label, 11)
 
 
 # ------------------------------------------------------------------ the layered-disagreement paper

@@ -1,12 +1,16 @@
-"""TrueMAD's Table 1 and Tables 4–6 (rule paper_truemad, results/paper/truemad/): Agent ACC and strict-
-majority Vote ACC per benchmark, each benchmark pooled over its datasets (AIME's copies are one
-benchmark), Avg. over the benchmarks, mean ± sample SD over the seeds; one seed has no SD."""
+"""TrueMAD's Table 1, Tables 4–6 and 7–9 (rule paper_truemad) and Tables 10–11 (rule paper_truemad_process),
+results/paper/truemad/: Agent ACC and strict-majority Vote ACC per benchmark, each benchmark pooled over
+its datasets (AIME's copies are one benchmark), Avg. over the benchmarks, mean ± sample SD over the
+seeds; one seed has no SD; the process-level scores RP / EI / NC and CPL / AME / CMP1v3 the same way."""
 import json
+import math
 import os
 import statistics
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import REPO, make_config, scripted_model, snakemake, write_config
 from lmad.paper import label
@@ -131,7 +135,8 @@ def test_a_difficult_group_is_the_union_of_its_two_parts():
 # ------------------------------------------------------------------ a run of a truemad.yaml-shaped config
 
 TRUEMAD_ROLES = ("solver", "debate_revise", "debate_advise")
-OUT = ["table1.csv", "table1.md", "tables4-6.csv", "tables4-6.md", "tables7-9.csv", "tables7-9.md"]
+OUT = ["table1.csv", "table1.md", "tables4-6.csv", "tables4-6.md", "tables7-9.csv", "tables7-9.md", "tables10-11.csv",
+       "tables10-11.md"]
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +144,8 @@ def finished(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("truemad")
     config = make_config(workdir, models={"oracle": {**scripted_model(), "responder": "truemad_oracle:respond"}},
                          backbones=["oracle"], methods=["mad", "truemad"], seeds=[0, 1],
-                         debate={"rounds": 1}, paper={"columns": ["mad", "truemad"], "truemad": True})
+                         debate={"rounds": 1}, paper={"columns": ["mad", "truemad"], "truemad": True},
+                         process={"rubric": True, "battery_questions": 0})
     datasets = {}
     for name, rows in (("aime-a", AIME_A), ("aime-b", AIME_B)):
         path = workdir / f"{name}.jsonl"
@@ -159,7 +165,7 @@ def finished(tmp_path_factory):
 
 def test_the_dry_run_lists_the_truemad_tables(finished):
     _, dry = finished
-    assert "paper_truemad" in dry
+    assert "paper_truemad" in dry and "paper_truemad_process" in dry
     for f in OUT:
         assert f"results/paper/truemad/{f}" in dry
 
@@ -218,3 +224,100 @@ def test_tables_7_to_9_of_the_run(finished):
     md = (workdir / "results/paper/truemad/tables7-9.md").read_text()
     for title in ("Table 7: AIME", "Table 8: GPQA-Diamond", "Table 9: TruthfulQA"):
         assert title in md
+
+
+def test_tables_10_to_11_of_the_run(finished):
+    workdir, _ = finished
+    t = pl.read_csv(workdir / "results/paper/truemad/tables10-11.csv")
+    from lmad.stages.paper_truemad import PROCESS_COLUMNS
+    assert t.columns == PROCESS_COLUMNS
+    assert t["benchmark"].to_list() == ["aime", "gpqa-diamond", "truthfulqa"] * 2
+    assert t["method"].unique(maintain_order=True).to_list() == ["mad", "truemad"]
+    assert set(t["seeds"]) == {2} and set(t["k"]) == {3} and set(t["rubric_status"]) == {"unvalidated"}
+    assert t["rp"].is_null().all() and (t["scored"] > 0).all()  # scored, but an unvalidated judge is not shown
+    aime = t.filter((pl.col("method") == "mad") & (pl.col("benchmark") == "aime")).row(0, named=True)
+    assert aime["questions"] == 4  # AIME's two copies are one benchmark
+    # TruthfulQA (one dataset) agrees with the per-run dynamics table: mean and sample SD over the seeds
+    dyn = pl.read_csv(workdir / "results/paper/dynamics.csv").filter(pl.col("dataset") == "truthfulqa")
+    for m in ("mad", "truemad"):
+        row = t.filter((pl.col("method") == m) & (pl.col("benchmark") == "truthfulqa")).row(0, named=True)
+        for metric, col in (("ame", "ame"), ("cmp", "cmp_1vK")):
+            values = [v for v in dyn.filter(pl.col("method") == m)[col].to_list() if v is not None and v == v]
+            assert row[f"{metric}_seeds"] == len(values)
+            if values:
+                assert row[metric] == pytest.approx(statistics.mean(values))
+    md = (workdir / "results/paper/truemad/tables10-11.md").read_text()
+    assert "## Table 10: oracle" in md and "## Table 11: oracle" in md
+    assert "| Method | AIME RP | AIME EI | AIME NC | GPQA-Diamond RP" in md
+    assert "AIME CPL | AIME AME (pp) | AIME CMP1v2 (%)" in md  # K = 3 agents here
+    assert "RP / EI / NC are not shown" in md and "over 2 seed(s)" in md
+    assert "TrueMAD − MAD" in md and "MAD 0.85" in md and "TrueMAD 1.96" in md
+
+
+# ------------------------------------------------------------------ Tables 10–11, from the metrics up
+
+def process_run(cpl=1.0, ame=0.0, cmp=50.0, rp=5.0, n=10, k=4):
+    return {"n": n, "k": k, "cpl": cpl, "ame": ame, "cmp": cmp, "replies": 3, "scored": 3, "rp": rp, "ei": rp,
+            "nc": rp}
+
+
+def test_process_pools_aime_copies_and_reads_the_dynamics_and_rubric_over_the_pool():
+    from lmad.paper.dynamics import dynamics
+    per_dataset = {"aime-a": {"q1": rounds((0, 0, 1, 0), (1, 1, 1, 1))},
+                   "aime-b": {"q1": rounds((1, 1, 1, 0), (1, 0, 0, 0)), "q2": rounds((1, 0, 0, 0), (0, 0, 0, 0))}}
+    replies = {"aime-a": [{"rp": 2, "ei": 4, "nc": 6}], "aime-b": [{"rp": 8, "ei": 8, "nc": 8},
+                                                                   {"rp": None, "ei": None, "nc": None}]}
+    got = tm.process_pooled(per_dataset, replies, BENCH)
+    assert list(got) == ["aime"]
+    pooled = {("a", "q1"): per_dataset["aime-a"]["q1"], ("b", "q1"): per_dataset["aime-b"]["q1"],
+              ("b", "q2"): per_dataset["aime-b"]["q2"]}
+    want = dynamics(pooled)  # both q1s count: keys are (dataset, qid)
+    assert got["aime"]["n"] == 3 and got["aime"]["k"] == 4
+    assert (got["aime"]["cpl"], got["aime"]["ame"], got["aime"]["cmp"]) == (want["cpl"], want["ame"], want["cmp_1vK"])
+    assert got["aime"]["cmp"] == 50.0  # two questions start with exactly one right agent; one ends right
+    assert (got["aime"]["replies"], got["aime"]["scored"], got["aime"]["rp"]) == (3, 2, 5.0)  # unscored left out
+
+
+def test_process_rows_mean_sd_one_seed_withheld_rubric_and_an_absent_method():
+    cells = {("m", "mad"): {"m/seed0": {"aime": process_run(cpl=1.0, rp=4.0)},
+                            "m/seed1": {"aime": process_run(cpl=2.0, rp=6.0)}},
+             ("m", "truemad"): {"m/seed0": {"aime": process_run(cpl=math.inf, ame=100.0, cmp=100.0)}}}
+    rows = tm.process_rows(cells, ["aime"], ["mad", "truedmad", "truemad"])
+    mad, true = rows
+    assert (mad["cpl"], mad["cpl_sd"], mad["rp"], mad["seeds"]) == (1.5, pytest.approx(statistics.stdev([1, 2])), 5.0, 2)
+    # an infinite CPL is counted, not averaged; one seed has no SD
+    assert (true["cpl"], true["cpl_seeds"], true["cpl_inf"], true["ame"], true["ame_sd"]) == (None, 0, 1, 100.0, None)
+    md = tm.process_markdown(rows, ["aime"], label, 11)
+    assert "∞ in 1 seed(s)" in md and "100.00 ± n/a" in md and "CMP1v3 (%)" in md
+    hidden = tm.process_rows(cells, ["aime"], ["mad", "truemad"], rubric_shown=False)
+    assert all(r[d] is None for r in hidden for d in ("rp", "ei", "nc")) and hidden[0]["cpl"] == 1.5
+    # TrueDMAD and DMAD are absent: no row, no comparison; TrueMAD − MAD is there
+    deltas = tm.matched_deltas(rows)
+    assert [(d["method"], d["baseline"]) for d in deltas] == [("truemad", "mad")]
+    assert deltas[0]["cpl"] is None and deltas[0]["ame"] == 100.0
+    assert tm.process_rows({}, ["aime"], ["mad"]) == [] and tm.deltas_markdown([], ["aime"], label, True) == ""
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.lists(st.lists(st.integers(0, 1), min_size=4, max_size=4), min_size=2, max_size=3),
+                         min_size=1, max_size=4), min_size=1, max_size=3))
+def test_process_cells_stay_in_range_and_between_the_seeds(runs):
+    """Any agents' flags over rounds (all wrong, all right), one to three seeds: AME within ±100 points,
+    CMP within 0–100 %, CPL non-negative; the mean lies between the seeds' values; one seed has no SD."""
+    n_rounds = min(len(q) for qs in runs for q in qs)
+    scores = {}
+    for s, qs in enumerate(runs):
+        per_q = {f"q{i}": [(list(f), int(2 * sum(f) > 4)) for f in q[:n_rounds]] for i, q in enumerate(qs)}
+        scores[(f"m/seed{s}", "aime-a", "mad")] = per_q
+    cells = tm.process_cells(scores, {}, BENCH)
+    (row,) = tm.process_rows(cells, ["aime"], ["mad"])
+    per_seed = [run["aime"] for run in cells[("m", "mad")].values()]
+    assert row["seeds"] == len(runs) and row["rp"] is None and row["scored"] == 0
+    for metric, lo, hi in (("ame", -100, 100), ("cmp", 0, 100), ("cpl", 0, math.inf)):
+        vals = [v[metric] for v in per_seed if math.isfinite(v[metric])]
+        assert row[f"{metric}_seeds"] == len(vals)
+        if vals:
+            assert lo - 1e-9 <= row[metric] <= hi and min(vals) - 1e-9 <= row[metric] <= max(vals) + 1e-9
+            assert (row[f"{metric}_sd"] is None) == (len(vals) == 1)
+        else:
+            assert row[metric] is None

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-from itertools import repeat
+from itertools import product, repeat
+from math import prod
 from operator import is_not
 from typing import Any, Iterable
 
@@ -337,9 +338,19 @@ def _shape_check(dtype: pl.DataType):
     than from_dicts (it reads "abc" as ["abc"] and 2.5 as "2.5"), so any other value must take
     from_dicts, which decides as before."""
     if isinstance(dtype, pl.List):
+        leaf = _LEAF_TYPES.get(dtype.inner)
+        if leaf is not None:
+            # a list of leaves, the commonest shape: its element types as a set, in C
+            allowed = {type(None), *leaf}
+            return lambda v: v is None or type(v) in (list, tuple) and set(map(type, v)) <= allowed
         inner = _shape_check(dtype.inner)
         return lambda v: v is None or type(v) in (list, tuple) and all(map(inner, v))
     if isinstance(dtype, pl.Struct):
+        leaves = [_LEAF_TYPES.get(f.dtype) for f in dtype.fields]
+        if all(leaves) and prod(len(t) + 1 for t in leaves) <= 1024:
+            # a record of leaves (a call log entry): its fields' types against every allowed combination
+            names, combos = [f.name for f in dtype.fields], set(product(*({type(None), *t} for t in leaves)))
+            return lambda v: v is None or type(v) is dict and tuple(map(type, map(v.get, names))) in combos
         fields = [(f.name, _shape_check(f.dtype)) for f in dtype.fields]
         return lambda v: v is None or type(v) is dict and all(check(v.get(k)) for k, check in fields)
     leaf = _LEAF_TYPES.get(dtype)
@@ -356,8 +367,9 @@ def _nested_column(column: str, dtype: pl.DataType, values: list) -> pl.Series |
     if not all(map(_shape_check(dtype), values)):
         return None
     try:
-        texts = [None if v is None else _nested_json(v) for v in values]
-        return pl.Series(column, texts, dtype=pl.String).str.json_decode(dtype)
+        # the whole column as one JSON array, decoded as one list value: one encoder call
+        whole = pl.Series(column, [_nested_json(values)], dtype=pl.String).str.json_decode(pl.List(dtype))
+        return whole[0].rename(column)
     except (TypeError, ValueError, pl.exceptions.PolarsError):
         return None
 
@@ -482,6 +494,21 @@ def read_table(name: str, path: str | os.PathLike, keys: bool = False) -> pl.Dat
     elif frame.schema != STORED[name]:
         raise SchemaError(f"{path}: does not match table {name!r}:\n expected {STORED[name]}\n found {frame.schema}")
     return frame if keys else frame.select(schema.names())
+
+
+def read_columns(name: str, path: str | os.PathLike, columns: list[str]) -> pl.DataFrame:
+    """Only ``columns`` of table ``name`` at ``path``, each checked against the table's declared type:
+    a reader that sums a few columns of a wide table (an LMAD trace, a samples table with its texts)
+    skips decoding the rest."""
+    schema, _ = _table_spec(name)
+    unknown = [c for c in columns if c not in schema]
+    if unknown:
+        raise SchemaError(f"table {name!r} has no columns {unknown}; declared: {schema.names()}")
+    frame = pl.read_parquet(path, columns=list(columns))
+    want = pl.Schema([(c, schema[c]) for c in columns])
+    if frame.schema != want:
+        raise SchemaError(f"{path}: does not match table {name!r}:\n expected {want}\n found {frame.schema}")
+    return frame
 
 
 def provenance_of(path: str | os.PathLike) -> dict[str, Any]:

@@ -44,6 +44,23 @@ def _json_text(text: str) -> str:
     return '"' + "\\n".join(parts) + '"'
 
 
+_constraint_memo: dict[int, tuple[Any, str]] = {}  # id -> (the constraint's value, kept alive; its JSON)
+
+
+def _constraint_json(constraint: dict) -> str:
+    """A constraint's part of the key (``{kind: value}``, one kind), the value's JSON memoized by
+    identity: a stage builds one JSON schema per shape (lmad.protocols.localized_debate.premises)
+    and thousands of calls share it. A value is never changed once in a request (ChatRequest is
+    frozen)."""
+    (kind, value), = constraint.items()
+    hit = _constraint_memo.get(id(value))
+    if hit is None or hit[0] is not value:
+        if len(_constraint_memo) > 4096:
+            _constraint_memo.clear()
+        hit = _constraint_memo[id(value)] = (value, _key_json(value))
+    return f'{{{_key_json(kind)}: {hit[1]}}}'
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat call. Everything that changes the output is a field here."""
@@ -89,7 +106,8 @@ class ChatRequest:
         and the messages' text escaped by :func:`_json_text`. Roles are ``ROLES`` words, which
         JSON writes as they are.
         A field added to the request must be added here (``tests/test_cache.py`` pins both)."""
-        head = _key_json({"constraint": self.constraint, "max_tokens": self.max_tokens})
+        head = _key_json({"constraint": None, "max_tokens": self.max_tokens}) if self.constraint is None else \
+            f'{{"constraint": {_constraint_json(self.constraint)}, "max_tokens": {self.max_tokens}}}'
         tail = {"model": model_id, "seed": self.seed, "stop": self.stop, "temperature": self.temperature}
         if self.sampling:
             tail["sampling"] = self.sampling

@@ -280,3 +280,155 @@ def _count(row: dict) -> str:
 
 def _bench_label(bench: str) -> str:
     return "Avg." if bench == AVG else BENCHMARKS.get(bench, bench)
+
+
+# ---- Tables 10-11: process-level scores (§4.3, §B.3) ----
+#
+# Per run (a backbone's seed), method and benchmark (its datasets' questions pooled, as Table 1):
+# RP / EI / NC the mean rubric score of the scored debate replies (lmad.studies.process.metrics'
+# rubric, shown only when its judge passed its battery), and CPL / AME / CMP1v(K-1) of
+# lmad.paper.dynamics.dynamics over the pooled questions; each cell the mean ± sample SD over the runs.
+
+#: the paper's process tables (§B.3): Table 10 the rubric dimensions, Table 11 the transitions
+PROCESS_TABLES = {10: ("rp", "ei", "nc"), 11: ("cpl", "ame", "cmp")}
+PROCESS_LABELS = {"rp": "RP", "ei": "EI", "nc": "NC", "cpl": "CPL", "ame": "AME (pp)", "cmp": "CMP1v3 (%)"}
+PROCESS_METRICS = [m for ms in PROCESS_TABLES.values() for m in ms]
+#: §4.3 / Figure 3: the AIME CPL cells the summary quotes, (method) -> CPL (Table 11)
+PUBLISHED_CPL_AIME = {"mad": 0.85, "truemad": 1.96, "dmad-manners": 0.80, "truedmad": 1.01}
+#: the matched comparisons §4.3 reads (each TrueMAD method against its base protocol)
+MATCHED = (("truemad", "mad"), ("truedmad", "dmad-manners"))
+
+
+def process_pooled(per_dataset: Mapping[str, Mapping[str, Rounds]], replies: Mapping[str, Sequence[Mapping]],
+                   benchmarks: Mapping[str, str]) -> dict[str, dict]:
+    """{benchmark: {"n", "k", "cpl", "ame", "cmp", "replies", "scored", "rp", "ei", "nc"}} of one run and
+    method: each benchmark's questions (``per_dataset``: {dataset: {qid: Rounds}}) and rubric rows
+    (``replies``: {dataset: process_scores rows}) pooled over its datasets."""
+    from ..studies.process.metrics import rubric_summary
+    from .dynamics import dynamics
+
+    questions: dict[str, dict] = {}
+    for dataset, per_q in per_dataset.items():
+        questions.setdefault(benchmarks.get(dataset, dataset), {}).update({(dataset, q): rs for q, rs in per_q.items()})
+    rows: dict[str, list] = {}
+    for dataset, rs in replies.items():
+        rows.setdefault(benchmarks.get(dataset, dataset), []).extend(rs)
+    out = {}
+    for bench in dict.fromkeys([*questions, *rows]):
+        qs = questions.get(bench, {})
+        d = dynamics(qs) if qs else {}
+        k = max((len(r[0][0]) for r in qs.values() if r), default=0)
+        s = rubric_summary(rows.get(bench, []))
+        out[bench] = {"n": len(qs), "k": k, "cpl": d.get("cpl", math.nan), "ame": d.get("ame", math.nan),
+                      "cmp": d.get("cmp_1vK", math.nan), "replies": s["replies"], "scored": s["scored"],
+                      **{m: s[m] for m in ("rp", "ei", "nc")}}
+    return out
+
+
+def process_cells(scores: Mapping[tuple[str, str, str], Mapping[str, Rounds]],
+                  replies: Mapping[tuple[str, str, str], Sequence[Mapping]],
+                  benchmarks: Mapping[str, str]) -> dict[tuple[str, str], dict[str, dict[str, dict]]]:
+    """``{(run, dataset, method): {qid: Rounds}}`` and ``{(run, dataset, method): rubric rows}`` →
+    ``{(backbone, method): {run: process_pooled(...)}}``."""
+    grouped: dict[tuple[str, str], dict[str, tuple[dict, dict]]] = {}
+    for (run, dataset, method), per_q in scores.items():
+        grouped.setdefault((layout.model_of(run), method), {}).setdefault(run, ({}, {}))[0][dataset] = per_q
+    for (run, dataset, method), rows in replies.items():
+        grouped.setdefault((layout.model_of(run), method), {}).setdefault(run, ({}, {}))[1][dataset] = rows
+    return {key: {run: process_pooled(q, r, benchmarks) for run, (q, r) in runs.items()}
+            for key, runs in grouped.items()}
+
+
+def _finite(values) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(float(v))]
+
+
+def process_rows(cells: Mapping[tuple[str, str], Mapping[str, Mapping[str, dict]]], order: Sequence[str],
+                 methods: Sequence[str], rubric_shown: bool = True) -> list[dict]:
+    """Tables 10–11 in long form: one row per backbone × method × benchmark, each metric's mean and
+    sample SD over the runs where it is defined (``{metric}_seeds`` of them); a CPL that is infinite in
+    some run (corrections, no corruption) is counted in ``cpl_inf`` and left out of the mean. The rubric
+    means are None unless ``rubric_shown`` (its judge passed its battery)."""
+    rank = {m: i for i, m in enumerate(methods)}
+    rows = []
+    for (backbone, method), runs in sorted(cells.items(), key=lambda kv: (list(dict.fromkeys(
+            b for b, _ in cells)).index(kv[0][0]), rank.get(kv[0][1], len(rank)), kv[0][1])):
+        for bench in order:
+            have = [r[bench] for r in runs.values() if bench in r]
+            if not have:
+                continue
+            row = {"backbone": backbone, "method": method, "benchmark": bench, "seeds": len(have),
+                   "questions": max(h["n"] for h in have), "k": max(h["k"] for h in have),
+                   "replies": sum(h["replies"] for h in have), "scored": sum(h["scored"] for h in have),
+                   "cpl_inf": sum(h["cpl"] == math.inf for h in have)}
+            for m in PROCESS_METRICS:
+                vals = _finite(h[m] for h in have) if (rubric_shown or m not in PROCESS_TABLES[10]) else []
+                mean, sd = mean_sd(vals)
+                row |= {m: mean, f"{m}_sd": sd, f"{m}_seeds": len(vals)}
+            rows.append(row)
+    return rows
+
+
+def matched_deltas(rows: Sequence[Mapping]) -> list[dict]:
+    """Each matched comparison (TrueMAD − MAD, TrueDMAD − DMAD) per backbone and benchmark: the
+    difference of the two methods' mean of every metric (None where either is undefined)."""
+    by = {(r["backbone"], r["method"], r["benchmark"]): r for r in rows}
+    out = []
+    for backbone in dict.fromkeys(r["backbone"] for r in rows):
+        for method, base in MATCHED:
+            for bench in dict.fromkeys(r["benchmark"] for r in rows):
+                a, b = by.get((backbone, method, bench)), by.get((backbone, base, bench))
+                if a and b:
+                    out.append({"backbone": backbone, "method": method, "baseline": base, "benchmark": bench,
+                                **{m: None if a[m] is None or b[m] is None else a[m] - b[m]
+                                   for m in PROCESS_METRICS}})
+    return out
+
+
+def process_markdown(rows: list[dict], order: Sequence[str], label, table: int, rubric_note: str = "") -> str:
+    """Table 10 (RP / EI / NC) or 11 (CPL / AME / CMP1v(K−1)): per backbone, a row per method, the
+    table's metrics per benchmark, mean ± sample SD over the runs; bold the highest mean of a column."""
+    from ..studies.process.metrics import cmp_name
+
+    metrics = PROCESS_TABLES[table]
+    out = []
+    for backbone in dict.fromkeys(r["backbone"] for r in rows):
+        mine = [r for r in rows if r["backbone"] == backbone]
+        benches = [b for b in order if any(r["benchmark"] == b for r in mine)]
+        ks = {r["k"] for r in mine if r["k"]}
+        labels = {**PROCESS_LABELS, "cmp": f"{cmp_name(ks.pop())} (%)" if len(ks) == 1 else "CMP1v(K−1) (%)"}
+        head = ["Method"] + [f"{_bench_label(b)} {labels[m]}" for b in benches for m in metrics]
+        body, means = [], []
+        for method in dict.fromkeys(r["method"] for r in mine):
+            by = {r["benchmark"]: r for r in mine if r["method"] == method}
+            line, vals = [label(method)], []
+            for b in benches:
+                r = by.get(b)
+                for m in metrics:
+                    text = cell(r[m], r[f"{m}_sd"], r[f"{m}_seeds"]) if r else "–"
+                    if r and m == "cpl" and r["cpl_inf"]:
+                        text += f" (∞ in {r['cpl_inf']} seed(s))"
+                    line.append(text)
+                    vals.append(r[m] if r else None)
+            body.append(line)
+            means.append(vals)
+        _bold_best(body, means)
+        seeds = max(r["seeds"] for r in mine)
+        out.append(f"## Table {table}: {backbone}\n\n" + (rubric_note + "\n\n" if rubric_note else "")
+                   + markdown(head, body) + f"\nMean ± sample SD over {seeds} seed(s)"
+                   + (" (one seed: no SD, shown as n/a)" if seeds < 2 else "") + ".\n")
+    return "\n".join(out)
+
+
+def deltas_markdown(deltas: list[dict], order: Sequence[str], label, rubric_shown: bool) -> str:
+    """The matched comparisons of §4.3, one line per backbone × comparison × benchmark."""
+    shown = [m for m in PROCESS_METRICS if rubric_shown or m not in PROCESS_TABLES[10]]
+    body = [[d["backbone"], f"{label(d['method'])} − {label(d['baseline'])}", _bench_label(d["benchmark"]),
+             *(fmt(d[m], True) for m in shown)] for d in sorted(deltas, key=lambda d: order.index(d["benchmark"])
+                                                                if d["benchmark"] in order else len(order))]
+    if not body:
+        return ""
+    return ("\n## Matched comparisons\n\n"
+            + markdown(["Backbone", "Comparison", "Benchmark",
+                        *(("CMP (%)" if m == "cmp" else PROCESS_LABELS[m]) + " Δ" for m in shown)], body)
+            + "\nDifference of the two methods' means (§4.3 reads TrueMAD against MAD and TrueDMAD against DMAD).\n")

@@ -77,9 +77,10 @@ def vote_inputs(backbones: Sequence[str], datasets: Sequence[str], methods: Sequ
 
 
 def round_inputs(backbones: Sequence[str], datasets: Sequence[str], methods: Sequence[str],
-                 part: str = "") -> list[str]:
-    """Round :data:`ROUND`'s answers (``part`` "") or state (``"_state"``) of every debate row."""
-    return [layout.debate_round(b, d, m, ROUND, part) for b in backbones for d in datasets
+                 part: str = "", round_: int = ROUND) -> list[str]:
+    """Round ``round_``'s (Table 1's :data:`ROUND`) answers (``part`` "") or state (``"_state"``) of every
+    debate row."""
+    return [layout.debate_round(b, d, m, round_, part) for b in backbones for d in datasets
             for m in debate_rows(methods)]
 
 
@@ -276,3 +277,95 @@ def robustness_markdown(gains: Sequence[Mapping]) -> str:
             "spread to estimate) or runs that all gain the same. The summary reports the mean gains (+1.14 and "
             "+1.46 on Qwen3-4B, +0.96 and +2.01 on OLMo3-7B for SC-Greedy and AC-Greedy) and nominal p < .05, but "
             "no interval to check against.\n")
+
+
+# ---- Table 20: five-round results with a new seed (§A.12.2) ----
+#
+# Per backbone, debate method and column: the R0 proposal hit (any of the method's own round-0
+# answers right), its R0 vote (their typed majority), the final accuracy (its final prediction, after
+# its last round) and the lift = final − own R0 vote (lmad.paper.headroom's per-question flags, on the
+# held-out questions when the run has a society split); Avg. the unweighted mean of the columns.
+
+TABLE20_METRICS = {"hit_r0": "R0 hit", "vote_r0": "R0 vote", "final": "Final", "lift": "Lift"}
+TABLE20_COLUMNS = ["backbone", "seed", "method", "dataset", "questions", *TABLE20_METRICS, "construction"]
+#: §A.12: the averages the summary quotes for the two coverage-selected societies' debates, R0 proposal
+#: hit and lift over the own R0 vote (over which backbones and columns is not said; no cell is printed)
+PUBLISHED_TABLE20_AVG = {"mad+ac-greedy": {"hit_r0": 84.93, "lift": 1.64}, "mad+sc-greedy": {"hit_r0": 83.88, "lift": 2.48}}
+
+
+def table20_rows(cells: Mapping[tuple[str, str, str], Mapping], backbones: Sequence[str], methods: Sequence[str],
+                 datasets: Sequence[str], seeds: Mapping[str, int],
+                 construction: Mapping[tuple[str, str], int] | None = None) -> list[dict]:
+    """Long form: one row per backbone × debate method (present in ``cells``) × column, then its Avg.
+    ``cells``: {(backbone, method, dataset): {"n", "hit_rate", "vote_acc", "final_em", "gain"}} (percent,
+    lmad.paper.headroom.summarize); a column with no question has no value. Avg. = the unweighted mean
+    of the columns, None unless every column has one. ``seeds``: {backbone: the run's generation seed}."""
+    construction = construction or {}
+    source = {"hit_r0": "hit_rate", "vote_r0": "vote_acc", "final": "final_em", "lift": "gain"}
+    rows = []
+    for backbone in backbones:
+        for method in debate_rows(methods):
+            if not any((backbone, method, d) in cells for d in datasets):
+                continue
+            mine = []
+            for d in datasets:
+                c = cells.get((backbone, method, d))
+                n = c["n"] if c else 0
+                mine.append({"backbone": backbone, "seed": seeds.get(backbone), "method": method, "dataset": d,
+                             "questions": n, **{k: c[v] if c and n else None for k, v in source.items()},
+                             "construction": construction.get((backbone, d))})
+            avg = {k: (sum(r[k] for r in mine) / len(mine) if mine and all(r[k] is not None for r in mine) else None)
+                   for k in TABLE20_METRICS}
+            left_out = [construction.get((backbone, d)) for d in datasets]
+            rows += mine + [{"backbone": backbone, "seed": seeds.get(backbone), "method": method, "dataset": AVG,
+                             "questions": sum(r["questions"] for r in mine), **avg,
+                             "construction": sum(left_out) if None not in left_out else None}]
+    return rows
+
+
+def table20_markdown(rows: Sequence[Mapping], datasets: Sequence[str], benchmarks: Mapping[str, str]) -> str:
+    """One block per backbone: a row per debate method, R0 hit / R0 vote / Final / Lift per column and Avg."""
+    heads = [column_label(d, benchmarks.get(d, d)) for d in datasets]
+    out = []
+    for backbone in dict.fromkeys(r["backbone"] for r in rows):
+        mine = [r for r in rows if r["backbone"] == backbone]
+        body = []
+        for method in dict.fromkeys(r["method"] for r in mine):
+            by = {r["dataset"]: r for r in mine if r["method"] == method}
+            body.append([method_label(method, 0), *(fmt(by[d][k], signed=k == "lift") for d in [*datasets, AVG]
+                                                    for k in TABLE20_METRICS)])
+        head = ["Method", *(f"{h} {name}" for h in [*heads, "Avg."] for name in TABLE20_METRICS.values())]
+        n = {r["dataset"]: r["questions"] for r in mine}
+        left = {r["dataset"]: r["construction"] for r in mine}
+        text = f"## {backbone} (seed {mine[0]['seed']})\n\n" + markdown(head, body)
+        if all(left[d] is not None for d in datasets):
+            text += ("\nHeld-out questions per column: " + ", ".join(f"{h} {n[d]}" for h, d in zip(heads, datasets))
+                     + "; construction questions left out: "
+                     + ", ".join(f"{h} {left[d]}" for h, d in zip(heads, datasets)) + "\n")
+        else:
+            text += "\nQuestions per column: " + ", ".join(f"{h} {n[d]}" for h, d in zip(heads, datasets)) + "\n"
+        out.append(text)
+    return "\n".join(out)
+
+
+def table20_title(seeds: Sequence[int], rounds: int) -> str:
+    named = ", ".join(str(s) for s in dict.fromkeys(seeds)) or "–"
+    return f"# When Debate Helps, Table 20: {rounds}-round debate results, seed {named}\n\n"
+
+
+def table20_caption(datasets: Sequence[str], rounds: int, held_out: bool, size: int | None,
+                    seeds: Sequence[int]) -> str:
+    where = (f"Every cell is over the held-out questions only (each benchmark's construction split, "
+             f"{size if size is not None else 'config societies.split.size'} question(s), is left out), the same "
+             f"questions for every method of a column." if held_out else
+             "No society split in this run: every cell is over all of the dataset's questions.")
+    published = "; ".join(f"{label(m)}: R0 hit {fmt(v['hit_r0'])}, lift {fmt(v['lift'], signed=True)}"
+                          for m, v in PUBLISHED_TABLE20_AVG.items())
+    return (f"\nPer debate method (its own agents): R0 hit = % of questions where at least one of its round-0 answers "
+            f"is right (proposal hit); R0 vote = the typed majority of those answers; Final = its final prediction "
+            f"after round {rounds} (the last round: config debate.rounds); Lift = Final − its own R0 vote, in points. "
+            f"Avg. = the unweighted mean of the {len(datasets)} columns (– when a column has no value). {where} "
+            f"Correctness is each question's answer type's own rule. The run's generation seed: "
+            f"{', '.join(map(str, dict.fromkeys(seeds)))} (the paper's Table 20 is a run with a seed other than "
+            f"Table 1's: config/wdh-new-seed.yaml). The summary prints no Table 20 cell, only averages (§A.12): "
+            f"{published}.\n")

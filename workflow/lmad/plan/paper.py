@@ -61,20 +61,36 @@ class PaperPlan:
         return out + [layout.paper(f"viewer/{b}.html") for b in self.plan.backbones]
 
     def truemad_outputs(self) -> list[str]:
-        """TrueMAD's Table 1, Tables 4-6 and 7-9 (rule paper_truemad) where config ``paper.truemad`` asks for
-        them and the run has a debate method."""
+        """TrueMAD's Table 1, Tables 4-6 and 7-9 (rule paper_truemad) and Tables 10-11 (rule
+        paper_truemad_process) where config ``paper.truemad`` asks for them and the run has a debate method."""
         if not (self.plan.config["paper"].get("truemad") and self.plan.debate_methods):
             return []
-        return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6", "tables7-9")
+        return [layout.paper(f"truemad/{name}.{ext}") for name in ("table1", "tables4-6", "tables7-9", "tables10-11")
                 for ext in ("csv", "md")]
 
+    def truemad_process_inputs(self, wildcards=None) -> dict:
+        """Tables 10-11's rubric inputs: every run's rubric scores and the rubric judge's validation (its
+        battery's, else the answer judge's for the note) while the process study is on (config
+        ``process.rubric``); none otherwise (Table 11 reads only the debate rounds)."""
+        plan = self.plan
+        if not plan.config["process"]["rubric"]:
+            return {}
+        process = plan.study("process")
+        inputs = {"scores": [layout.disagreement(b, "process_scores.parquet") for b in plan.backbones],
+                  "validation": plan.analysis.judge_validation_file()}
+        if plan.config["process"]["battery_questions"]:
+            inputs["rubric_validation"] = [process.rubric_validation_file("validation.parquet")]
+        return inputs
+
     def wdh_outputs(self) -> list[str]:
-        """When Debate Helps' Table 1 (rule paper_wdh) where config ``paper.wdh`` asks for it, and with
-        replicate runs its §A.5 robustness table (rule paper_wdh_robustness)."""
+        """When Debate Helps' Table 1 (rule paper_wdh) where config ``paper.wdh`` asks for it, its Table 20
+        (rule paper_wdh_table20) where the run also has a debate method, and with replicate runs its §A.5
+        robustness table (rule paper_wdh_robustness)."""
         if not self.plan.config["paper"].get("wdh"):
             return []
+        names = ["table1"] + ["table20"] * bool(self.plan.debate_methods)
         # §A.5's paired gains over matched runs need two runs at least (config seeds)
-        names = ("table1", "robustness") if len(self.plan.seeds) >= 2 else ("table1",)
+        names += ["robustness"] * (len(self.plan.seeds) >= 2)
         return [layout.paper(f"wdh/{name}.{ext}") for name in names for ext in ("csv", "md")]
 
     def wdh_columns(self) -> list[str]:
@@ -89,6 +105,14 @@ class PaperPlan:
         """The round the table reads (its answers, or with ``part`` "_state" its state) of every debate
         row on every backbone and column."""
         return wdh_table1.round_inputs(self.plan.backbones, self.wdh_columns(), self.plan.methods, part)
+
+    def wdh_table20_inputs(self, wildcards=None) -> dict:
+        """Table 20's tables on every backbone and column: the shared proposals, the judgments (each
+        method's final prediction) and each debate row's own round 0."""
+        plan, cols = self.plan, self.wdh_columns()
+        return {"proposals": [layout.samples(b, d, "proposals") for b in plan.backbones for d in cols],
+                "judgments": [layout.judgments(b, d) for b in plan.backbones for d in cols],
+                "rounds0": wdh_table1.round_inputs(plan.backbones, cols, plan.methods, round_=0)}
 
     # ---- the layered-disagreement paper (config paper.layered; rules paper_layered*)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 
+import polars as pl
+
 from .. import layout
 from ..atomic import write_text
 from ..committees import call_model
@@ -18,35 +20,46 @@ from ..call_accounting import COST_COLUMNS
 from ..disagreement_labels import MEASUREMENT_STEPS
 from ..number_format import markdown
 from ..registry import method as registered_method
-from ..schemas import read_table, write_table
+from ..schemas import read_columns, read_table, write_table
 
 log = logging.getLogger(__name__)
 
 
+_TOKENS = ["prompt_tokens", "completion_tokens"]
+
+
+def _grouped(frame: pl.DataFrame) -> list[tuple[str, int, dict]]:
+    """(role, agent, {calls, prompt_tokens, completion_tokens}) per (role, agent) of a frame of call rows:
+    a model is a function of role and agent, so their sums attribute the same as the rows one by one."""
+    sums = frame.group_by("role", "agent").agg(pl.len().alias("calls"), *(pl.col(k).sum() for k in _TOKENS))
+    return [(r["role"], r["agent"], r) for r in sums.to_dicts()]
+
+
 def call_rows(path: str) -> tuple[tuple[str, str], list[tuple[str, int, dict]]]:
-    """The (dataset, owner) of one call table and its calls as (role, agent, cost row); owner: a
-    method (debate rounds, LMAD traces) or a samples stage (cot, proposals, matched)."""
+    """The (dataset, owner) of one call table and its calls as (role, agent, cost) per role and agent;
+    owner: a method (debate rounds, LMAD traces) or a samples stage (cot, proposals, matched). Reads
+    only the columns a cost needs."""
     where = layout.parse(path)
     if where.kind == "lmad_trace":
-        rows = read_table("lmad_trace", path).to_dicts()
-        return (where.dataset, where.method), [(c["role"], c["agent"], c) for r in rows for c in r["call_log"]]
+        log_ = read_columns("lmad_trace", path, ["call_log"]).explode("call_log").drop_nulls().unnest("call_log")
+        return (where.dataset, where.method), _grouped(log_)
     if where.kind == "debate_round" and where.part == "_steps":
-        rows = read_table("debate_steps", path).to_dicts()
-        return (where.dataset, where.method), [(r["step"], r["agent"], r) for r in rows
-                                               if r["step"] not in MEASUREMENT_STEPS]
-    if where.kind == "debate_round" and where.part == "":
-        return (where.dataset, where.method), [("solver", r["agent"], r) for r in read_table("samples", path).to_dicts()]
-    if where.kind == "samples":
-        return (where.dataset, where.stage), [("solver", r["agent"], r) for r in read_table("samples", path).to_dicts()]
+        steps = read_columns("debate_steps", path, ["step", "agent", *_TOKENS])
+        steps = steps.filter(~pl.col("step").is_in(list(MEASUREMENT_STEPS))).rename({"step": "role"})
+        return (where.dataset, where.method), _grouped(steps)
+    if where.kind == "samples" or where.kind == "debate_round" and where.part == "":
+        solver = read_columns("samples", path, ["agent", *_TOKENS]).with_columns(role=pl.lit("solver"))
+        return (where.dataset, where.stage if where.kind == "samples" else where.method), _grouped(solver)
     raise ValueError(f"{path}: not a table of calls (samples, debate round, LMAD trace)")
 
 
 def by_model(calls, members: list[str], roles: dict[str, str]) -> dict[str, dict[str, int]]:
-    """Calls and tokens of (role, agent, cost row) triples, per model that made them."""
+    """Calls and tokens of (role, agent, cost) triples, per model that made them; a cost row counts
+    as its ``calls`` calls (one without it as one call)."""
     sums: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COST_COLUMNS, 0))
     for role, agent, r in calls:
         cell = sums[call_model(members, roles, role, agent)]
-        cell["calls"] += 1
+        cell["calls"] += r.get("calls", 1)
         cell["prompt_tokens"] += r["prompt_tokens"]
         cell["completion_tokens"] += r["completion_tokens"]
     return dict(sums)

@@ -101,3 +101,29 @@ def wdh_robustness(table1: str, csv: str, md: str, provenance: dict) -> None:
     _write_csv(csv, flat, wdh.ROBUSTNESS_COLUMNS)
     write_text(md, wdh.robustness_markdown(gains))
     log.info("When Debate Helps §A.5: %d society debate(s) against Vanilla Debate", len(gains))
+
+
+def wdh_table20(questions: list[str], proposals: list[str], judgments: list[str], rounds0: list[str], csv: str, md: str,
+                backbones: list[str], datasets: list[str], benchmarks: dict[str, str], methods: list[str], seed: int,
+                rounds: int, provenance: dict, held_out: list[str] = (), held_out_size: int | None = None) -> None:
+    """results/paper/wdh/table20.{csv,md}: per backbone, debate method and column of ``datasets``, the R0
+    proposal hit, R0 vote, final accuracy and lift over the own R0 vote (the headroom table's flags,
+    lmad.stages.paper.headroom_frame), on the held-out questions when the run has a society split."""
+    from .paper import headroom_frame
+
+    rows_methods = wdh.debate_rows(methods)
+    frame = headroom_frame(questions, [p for p in proposals if layout.parse(p).dataset in datasets],
+                           [p for p in judgments if layout.parse(p).dataset in datasets], rows_methods,
+                           [p for p in rounds0 if layout.parse(p).dataset in datasets], list(held_out))
+    cells = {(r["backbone"], r["method"], r["dataset"]): r for r in frame.to_dicts()
+             if r["dataset"] in datasets} if not frame.is_empty() else {}
+    seeds = {b: s if (s := layout.replicate_of(b)) is not None else seed for b in backbones}
+    rows = wdh.table20_rows(cells, backbones, rows_methods, datasets, seeds, _construction(list(held_out), datasets))
+    _write_csv(csv, rows, wdh.TABLE20_COLUMNS)
+    run_seeds = [seeds[b] for b in backbones]
+    if not rows:
+        write_text(md, wdh.table20_title(run_seeds, rounds) + "**No debate method in this run: nothing to report.**\n")
+        return
+    write_text(md, wdh.table20_title(run_seeds, rounds) + wdh.table20_markdown(rows, datasets, benchmarks)
+               + wdh.table20_caption(datasets, rounds, bool(held_out), held_out_size, run_seeds))
+    log.info("When Debate Helps Table 20: %d rows over %d column(s), seed(s) %s", len(rows), len(datasets), run_seeds)

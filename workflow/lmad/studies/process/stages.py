@@ -118,14 +118,31 @@ def _fmt(x) -> str:
     return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.2f}"
 
 
+def rubric_status(validation: str, rubric_validation: list[str] | None = None) -> tuple[str, str]:
+    """(status, note) of the rubric means: PASSED or FAILED by the rubric judge's battery
+    (``rubric_validation``), else unvalidated; the note says why means are withheld, quoting the same
+    model's answer-judging validation (``validation``) when there is no battery."""
+    from lmad.headline import validation_line
+
+    if rubric_validation:
+        v = read_table("rubric_validation", rubric_validation[0]).to_dicts()[0]
+        if v["passed"]:
+            return "PASSED", f"> {rubric_validation_line(v)}"
+        return "FAILED", (f"> **RP / EI / NC are not shown:** {rubric_validation_line(v)} Its scores are kept, per "
+                          "reply, in the process_scores tables.")
+    judge = read_table("judge_validation", validation).to_dicts()[0]
+    return UNVALIDATED, (f"> **RP / EI / NC are not shown:** no known-answer battery validates the rubric judge "
+                         f"`{judge['judge_model']}`, so its scores are unvalidated (kept, per reply, in the "
+                         f"process_scores tables). The same model's answer-judging validation, for reference: "
+                         f"{validation_line(judge)}")
+
+
 def process_table(questions: list[str], scores: list[str], rounds: list[str], csv: str, md: str,
                   validation: str, provenance: dict, lmad_generate: list[str] | None = None,
                   rubric_validation: list[str] | None = None) -> None:
     """results/paper/process.{csv,md}: per backbone x method (a toned variant is its own), the
     rubric means with 95 % intervals (only when the rubric judge PASSED its battery,
     ``rubric_validation``; none given: unvalidated) and CPL / AME / CMP1v(K-1)."""
-    from lmad.headline import validation_line
-
     golds = read_golds(questions)
     states = defaultdict(list)
     for path in [*rounds, *(lmad_generate or [])]:
@@ -136,18 +153,7 @@ def process_table(questions: list[str], scores: list[str], rounds: list[str], cs
         backbone = layout.parse(path).backbone
         for r in read_table("process_scores", path).to_dicts():
             scored[(backbone, r["method"])].append(r)
-    judge = read_table("judge_validation", validation).to_dicts()[0]
-    if rubric_validation:
-        v = read_table("rubric_validation", rubric_validation[0]).to_dicts()[0]
-        status = "PASSED" if v["passed"] else "FAILED"
-        note = (f"> {rubric_validation_line(v)}" if v["passed"] else
-                f"> **RP / EI / NC are not shown:** {rubric_validation_line(v)} Its scores are kept, per reply, in "
-                "the process_scores tables.")
-    else:
-        status = UNVALIDATED
-        note = (f"> **RP / EI / NC are not shown:** no known-answer battery validates the rubric judge "
-                f"`{judge['judge_model']}`, so its scores are unvalidated (kept, per reply, in the process_scores "
-                f"tables). The same model's answer-judging validation, for reference: {validation_line(judge)}")
+    status, note = rubric_status(validation, rubric_validation)
     rows = []
     for cell in sorted(set(states) | set(scored)):
         spec = registered_method(cell[1])
