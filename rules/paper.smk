@@ -301,3 +301,93 @@ rule paper_wdh_robustness:
         "../envs/pipeline.yaml"
     script:
         "../workflow/scripts/stage.py"
+
+
+# ---- The layered-disagreement paper's own tables (config paper.layered; lmad.paper.layered): Table 2 and
+# layers B and C from the disagreement study's inputs, the jury and layer D from the studies' tables.
+
+localrules:
+    paper_layered,
+    paper_layered_jury,
+    paper_layered_probe,
+
+
+rule paper_layered:
+    input:
+        unpack(plan.study("disagreement").table_inputs),
+    output:
+        table2_csv=layout.paper("layered/table2.csv"),
+        table2_md=paper_report("layered/table2.md", "layered_table2"),
+        layer_b_csv=layout.paper("layered/layer_b.csv"),
+        layer_b_md=paper_report("layered/layer_b.md", "layered_layer_b"),
+        layer_c_csv=layout.paper("layered/layer_c.csv"),
+        layer_c_md=paper_report("layered/layer_c.md", "layered_layer_c"),
+    log:
+        "logs/paper/layered.log",
+    params:
+        **stage("lmad.stages.paper_layered:layered_tables"),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"
+
+
+rule paper_layered_jury:
+    input:
+        jury=[layout.paper("jury.csv")],
+    output:
+        csv=layout.paper("layered/jury.csv"),
+        md=paper_report("layered/jury.md", "layered_jury"),
+    log:
+        "logs/paper/layered_jury.log",
+    params:
+        **stage("lmad.stages.paper_layered:layered_jury"),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"
+
+
+rule paper_layered_probe:
+    input:
+        probe=[layout.paper("probe.csv")],
+    output:
+        csv=layout.paper("layered/layer_d.csv"),
+        md=paper_report("layered/layer_d.md", "layered_layer_d"),
+    log:
+        "logs/paper/layered_probe.log",
+    params:
+        **stage("lmad.stages.paper_layered:layered_probe"),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"
+
+
+# ---- Du et al.'s own tables (config paper.du; lmad.paper.du): the accuracy table, and with the overlays the
+# scaling table (agent counts, rounds) and the cross-model table.
+
+localrules:
+    paper_du,
+
+
+rule paper_du:
+    input:
+        validation=plan.analysis.judge_validation_file(),
+        judgments=plan.paper.judgments(),
+        dynamics=[layout.paper("dynamics.csv")] if "scaling" in plan.paper.du_tables() else [],
+    output:
+        **{k: (paper_report(v.removeprefix(layout.paper("")), "du_" + k.rsplit("_", 1)[0]) if k.endswith("_md") else v)
+           for k, v in plan.paper.du_output_files().items()},
+    log:
+        "logs/paper/du.log",
+    params:
+        **stage("lmad.stages.paper_du:du_tables"),
+        **plan.analysis.run_scope("metric", "backbones", "datasets", "methods"),
+        rounds=config["debate"]["rounds"],
+        agents=plan.paper.du_agents(),
+        models=plan.paper.du_models(),
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../workflow/scripts/stage.py"

@@ -107,7 +107,8 @@ def test_layered_disagreement():
     assert wildcard(jobs, "predict", "method") == {"sc"}
     assert len(setting_of("chair@hostile", config, "tri3").temperatures) == 3
     assert {"pushback_validation", "pushback", "disagreement_table", "jury", "jury_table", "opinion_table",
-            "costs_by_model"} <= set(rules_of(jobs))
+            "costs_by_model", "paper_layered", "paper_layered_jury"} <= set(rules_of(jobs))
+    assert "paper_layered_probe" not in rules_of(jobs)
     assert rules_of(jobs)["jury"] == len(config["backbones"]) * len(config["jury"]["judges"])
     # the judges come from families no member is of
     members = {m["model"] for m in config["committees"]["tri3"]["members"]}
@@ -118,6 +119,7 @@ def test_layered_disagreement_layer_d():
     config, jobs = plan("opinion-probe")
     assert {d: s["n"] for d, s in config["datasets"].items()} == {"globalopinionqa": 50}
     assert rules_of(jobs)["probe"] == len(config["backbones"]) == 3 and "probe_table" in rules_of(jobs)
+    assert "paper_layered_probe" in rules_of(jobs) and "paper_layered" not in rules_of(jobs)
     assert config["judge"]["model"] not in config["backbones"]
 
 
@@ -129,6 +131,34 @@ def test_du_et_al():
     setting = setting_of("mad", config)
     assert len(setting.temperatures) == 3 and setting.shares_proposals
     assert wildcard(jobs, "predict", "method") == {"cot", "sc"}
+    assert rules_of(jobs)["paper_du"] == 1
+
+
+def _paper_outputs(*names: str) -> list[str]:
+    """The results/paper/ outputs of one paper config (and its overlays, merged as Snakemake merges them)."""
+    from snakemake.utils import validate
+
+    from lmad.config_schema import schema_file
+    from lmad.plan import Plan
+
+    config: dict = {}
+    for name in names:
+        for k, v in yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text()).items():
+            config[k] = {**config[k], **v} if isinstance(v, dict) and isinstance(config.get(k), dict) else v
+    validate(config, schema=schema_file())
+    return Plan(config).paper.outputs()
+
+
+@pytest.mark.parametrize("names, folder, tables", [
+    (("opinion",), "layered", ["table2", "layer_b", "layer_c", "jury"]),
+    (("opinion-probe",), "layered", ["layer_d"]),
+    (("du-et-al",), "du", ["accuracy"]),
+    (("du-et-al", "du-et-al-scaling"), "du", ["accuracy", "scaling"]),
+    (("du-et-al-cross-model",), "du", ["accuracy", "cross_model"]),
+])
+def test_each_paper_plans_its_own_tables_in_its_folder(names, folder, tables):
+    got = [p for p in _paper_outputs(*names) if p.startswith(f"results/paper/{folder}/")]
+    assert got == [f"results/paper/{folder}/{t}.{e}" for t in tables for e in ("csv", "md")]
 
 
 def test_du_et_al_agent_and_round_scaling_overlay():
@@ -146,7 +176,7 @@ def test_du_et_al_agent_and_round_scaling_overlay():
         if rule == "debate_round":
             per_backbone[w["backbone"]].add(int(w["debate_round"]))
     assert per_backbone == {b: set(range(5)) for b in counts}
-    assert {"paper_table1", "paper_dynamics"} <= set(rules_of(jobs))
+    assert {"paper_table1", "paper_dynamics", "paper_du"} <= set(rules_of(jobs))
 
 
 def test_du_et_al_cross_model_debate():
@@ -160,6 +190,7 @@ def test_du_et_al_cross_model_debate():
     assert rounds_per_method(jobs) == {"mad": {0, 1}}
     assert wildcard(jobs, "debate_round", "backbone") == set(config["backbones"])
     assert len(setting_of("mad", config, name).temperatures) == 2
+    assert rules_of(jobs)["paper_du"] == 1
 
 
 def test_when_debate_helps_thicket_overlay():

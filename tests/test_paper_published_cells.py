@@ -4,10 +4,13 @@ before it averages or subtracts, so a recomputed value may differ from the print
 
 Where a paper gives no cells, nothing here can be recomputed and its table's caption says so:
 TrueMAD's Table 1 and Tables 4-10 (``tests/test_truemad_tables.py`` checks the caption and the quoted
-averaged gains; of Table 11 the summary quotes four AIME CPL cells, recomputed below), Du et al. (the
-seed overview gives no table), the layered-disagreement paper (its percentages are study results, not
-table arithmetic of ``lmad.paper``), When Debate Helps' Table 20 (§A.12 quotes averages, no cell).
+averaged gains; of Table 11 the summary quotes four AIME CPL cells, recomputed below), When Debate
+Helps' Table 20 (§A.12 quotes averages, no cell). Du et al.'s overview prints no accuracy table, only
+the cross-model counts (recomputed below); the layered-disagreement paper's shares, drops, ratio and
+counts are recomputed below from turn counts that give its printed shares, through lmad.paper.layered.
 """
+
+import math
 
 import polars as pl
 import pytest
@@ -187,3 +190,165 @@ def test_truemad_table11_aime_cpl_matched_comparisons():
     assert _near(deltas[("truemad", "mad")], "1.11") and _near(deltas[("truedmad", "dmad-manners")], "0.21")
     assert all(v > 0 for v in deltas.values())
     assert "**1.96 ± n/a**" in tm.process_markdown(rows, ["aime"], label, 11)
+
+
+# ------------------------------------------------------------------ the layered-disagreement paper
+#
+# Its cells are shares of counted turns, so each test builds the turns (layer-A self-reports, layer-B
+# blind labels, layer-C re-asks, jury verdicts) from counts that give the printed shares, runs them
+# through lmad.paper.layered (which reads every metric from lmad.studies.disagreement.tables and the
+# jury's summarize) and compares the printed cells to one unit of their last digit.
+
+import json  # noqa: E402
+
+from lmad.disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED, SELF_REPORT_STEP  # noqa: E402
+from lmad.paper import du as du_tables  # noqa: E402
+from lmad.paper import layered as ly  # noqa: E402
+
+TONED = {"friendly": "chair@friendly", "neutral": "chair", "hostile": "chair@hostile"}
+#: one unit of a displayed share or drop in % / pp (one decimal) and of the collapse ratio (three)
+UNIT_PCT, UNIT_RATIO = 0.1 + 1e-9, 0.001 + 1e-12
+
+
+def _turns(tone: str, n: int, full: int, b_agree: int | None = None, b_partial: int = 0, unlabelled: int = 0,
+           dataset: str = "globalopinionqa"):
+    """``n`` labelled turns of one tone (``full`` of them report full agreement, the rest none) plus
+    ``unlabelled`` turns whose report did not parse, spread over rounds 1-3 and three agents; with
+    ``b_agree`` the blind judge reads the first ``b_agree`` as agree, the next ``b_partial`` of the
+    turns that report none as partial, and the rest as disagree."""
+    reports, labels = [], []
+    for i in range(n + unlabelled):
+        where = {"backbone": "tri3", "method": TONED[tone], "dataset": dataset, "qid": f"q{i // 9}",
+                 "round": (i // 3) % 3 + 1, "agent": i % 3}
+        agreement = "full" if i < full else "none" if i < n else None
+        reports.append(where | {"step": SELF_REPORT_STEP, "parsed": json.dumps(
+            {"agreement": agreement, "changed_mind": "no"}) if agreement else ""})
+        if b_agree is not None:
+            top = max(full, b_agree)
+            stance = "agree" if i < b_agree else "partial" if top <= i < top + b_partial else "disagree"
+            labels.append(where | {"stance": stance, "move": "challenge"})
+    return reports, labels
+
+
+def _near_pct(value: float, printed: str, unit: float = UNIT_PCT) -> bool:
+    return abs(value - float(printed.replace("−", "-"))) <= unit
+
+
+def _table2(reports, labels=(), status="off"):
+    rows = ly.table2_rows(ly.cells(reports, list(labels), status))
+    return {r["rounds"]: r for r in rows}[ly.ALL_ROUNDS], ly.table2_markdown(rows)
+
+
+def test_layered_layer_a_timing_grid_drop():
+    """Abstract / §7: full agreement 74.8 % (friendly) vs 24.4 % (hostile) over the 750-debate grid,
+    50.4 points apart (750 labelled turns per tone stand in for the grid's)."""
+    reports = [r for tone, full in (("friendly", 561), ("hostile", 183)) for r in _turns(tone, 750, full)[0]]
+    row, md = _table2(reports)
+    assert (ly.pct(row["friendly"]), ly.pct(row["hostile"])) == ("74.8", "24.4")
+    assert ly.points(row["drop_pp"]) == "−50.4" and _near_pct(row["drop_pp"], "-50.4")
+    assert math.isnan(row["neutral"]) and "– (0)" in md  # the neutral tone is absent: no cell, never 0 %
+
+
+def test_layered_table2_tri3_pilot_and_its_drop_from_unrounded_shares():
+    """§4 / Table 2 and §5: the tri3 pilot's full-agreement shares 69.9 / 50.9 / 19.0 % (friendly /
+    neutral / hostile) and the −50.8 pp drop. 69.9 − 19.0 is 50.9, not 50.8: the paper subtracts the
+    unrounded shares (here 276/395 = 69.87 % and 75/394 = 19.04 %, 50.84 points apart), so the drop is
+    reproduced from the unrounded shares and each printed cell to one unit of its last digit. Three of
+    the 1,189 turns have no explicit label (99.7 % labelled) and count in no share."""
+    reports = []
+    for tone, n, full, unlabelled in (("friendly", 395, 276, 0), ("neutral", 397, 202, 3), ("hostile", 394, 75, 0)):
+        reports += _turns(tone, n, full, unlabelled=unlabelled)[0]
+    row, md = _table2(reports)
+    assert [ly.pct(row[t]) for t in ly.TONES] == ["69.9", "50.9", "19.0"]
+    assert [row[f"{t}_labelled"] for t in ly.TONES] == [395, 397, 394] and len(reports) == 1189
+    assert ly.points(row["drop_pp"]) == "−50.8" and _near_pct(row["drop_pp"], "-50.8")
+    # the difference of the displayed shares is one unit off the printed drop
+    assert abs((float(ly.pct(row["hostile"])) - float(ly.pct(row["friendly"]))) - -50.8) <= UNIT_PCT
+    assert "| tri3 | globalopinionqa | chair | all | 69.9 (395) | 50.9 (397) | 19.0 (394) | −50.8 |" in md
+
+
+def test_layered_layer_b_exact_agreement_collapse_ratio_and_gap():
+    """§5 layer B: 81.1 % exact self-report–judge agreement, blind-over-self collapse ratio 1.024 and a
+    paired drop gap of −1.2 pp, on the pilot's self-reports (−50.8 pp) with the blind judge reading
+    79.2 % (313/395) friendly and 27.2 % (107/394) hostile turns as agreeing: a blind drop of −52.08 pp."""
+    reports, labels = [], []
+    # mismatches: friendly 313 − 276 = 37, hostile 107 − 75 = 32, neutral 155 partial readings of
+    # "none": 224 of the 1,186 turns both labelled, 962 exact = 81.1 %
+    for tone, n, full, agree, partial, unlabelled in (("friendly", 395, 276, 313, 0, 0),
+                                                      ("neutral", 397, 202, 202, 155, 3),
+                                                      ("hostile", 394, 75, 107, 0, 0)):
+        r, lab = _turns(tone, n, full, agree, partial, unlabelled)
+        reports, labels = reports + r, labels + lab
+    [b] = ly.layer_b_rows(ly.cells(reports, labels, "PASSED"))
+    assert b["ab_pairs"] == 1186 and ly.pct(b["ab_exact"]) == "81.1"
+    assert _near_pct(b["self_drop_pp"], "-50.8") and ly.points(b["blind_drop_pp"]) == "−52.1"
+    assert fmt(b["collapse_ratio"], digits=3) == "1.024" and abs(b["collapse_ratio"] - 1.024) <= UNIT_RATIO
+    assert ly.points(b["drop_gap_pp"]) == "−1.2" and _near_pct(b["drop_gap_pp"], "-1.2")
+    md = ly.layer_b_markdown([b], "validation PASSED")
+    assert "| 1186 | 81.1 | −50.8 | −52.1 | 1.024 | −1.2 |" in md
+    # a judge that failed its battery shows no layer-B cell
+    [failed] = ly.layer_b_rows(ly.cells(reports, labels, "FAILED"))
+    assert failed["ab_pairs"] == 0 and math.isnan(failed["collapse_ratio"])
+
+
+def test_layered_layer_c_first_round_excess():
+    """§5 / §6 layer C: 23.1 points more first-round dissent labels revert with the hostile instruction
+    deleted than kept, on 39 first-round pairs: 12 vs 3 reverted, (12 − 3) / 39 = 23.08 %."""
+    reports = []
+    for i in range(39):
+        where = {"backbone": "tri3", "method": "chair@hostile", "dataset": "globalopinionqa", "qid": f"q{i // 3}",
+                 "round": 1, "agent": i % 3}
+        own = json.dumps({"agreement": "none", "changed_mind": "no"})
+        reports += [where | {"step": SELF_REPORT_STEP, "parsed": own},
+                    where | {"step": PERSIST_REMOVED, "parsed": json.dumps(
+                        {"agreement": "full" if i < 12 else "none", "changed_mind": "no"})},
+                    where | {"step": PERSIST_KEPT, "parsed": json.dumps(
+                        {"agreement": "partial" if i < 3 else "none", "changed_mind": "no"})}]
+    rows = {r["rounds"]: r for r in ly.layer_c_rows(ly.cells(reports, [], "off"))}
+    first = rows[ly.FIRST_ROUND]
+    assert first["c_pairs"] == 39 and ly.points(first["c_excess_pp"]) == "+23.1"
+    assert _near_pct(first["c_excess_pp"], "23.1") and rows[ly.ALL_ROUNDS]["c_pairs"] == 39
+    assert "| 39 | 30.8 | 7.7 | +23.1 |" in ly.layer_c_markdown(list(rows.values()))
+
+
+def test_layered_jury_299_of_299_ties_and_swap_consistency():
+    """§5 / App. G: the three-family, swap-checked jury ties 299/299 debated vs no-debate pairs, with a
+    mean swap-consistency of 0.89: per juror 39 of its 299 pairs flip with the reading order (a tie for
+    that juror) and the other 260 and its 54 battery pairs (18 per tier) are read alike in both orders:
+    314 / 353 = 0.8895."""
+    from lmad.studies.jury.stages import _backbone_row
+    from lmad.studies.jury.verdicts import summarize
+
+    rows = []
+    for juror in ("j1", "j2", "j3"):
+        for i in range(299):
+            flips = i < 39
+            for order in (0, 1):
+                rows.append({"kind": "pair", "judge_model": juror, "dataset": "gpqa-diamond", "qid": f"q{i}",
+                             "order": order, "winner": ("a" if order == 0 else "b") if flips else "tie", "tier": ""})
+        for i, tier in enumerate(t for t in ("severe", "moderate", "subtle") for _ in range(18)):
+            for order in (0, 1):
+                rows.append({"kind": "battery", "judge_model": juror, "dataset": "gpqa-diamond", "qid": f"b{i}",
+                             "order": order, "winner": "a", "tier": tier})
+    s = summarize(rows, 0.8, "severe")
+    [jury] = ly.jury_rows([_backbone_row("tri3", ["chair-none", "chair"], s, [])])
+    assert (jury["ties"], jury["decided"], jury["a_wins"], jury["b_wins"]) == (299, 299, 0, 0)
+    assert fmt(jury["consistency"]) == "0.89" and abs(jury["consistency"] - 0.89) <= UNIT
+    md = ly.jury_markdown([jury], {})
+    assert "| PASSED | 299 / 299 | 0 | 0 | 0 | 0.89 |" in md
+
+
+# ------------------------------------------------------------------------------- Du et al.
+
+def test_du_cross_model_counts():
+    """The overview: ChatGPT 14/20 and Bard 11/20 alone, 17/20 debating jointly (GSM8K) — 70.0, 55.0 and
+    85.0 %, through the cross-model table's code (Gemini stands in for Bard)."""
+    scored = [{"backbone": b, "dataset": "gsm8k", "method": "mad", "qid": f"q{i}", "score": float(i < k)}
+              for b, k in (("gpt-3.5-turbo", 14), ("gemini-2.0-flash", 11), ("chatgpt-gemini", 17)) for i in range(20)]
+    models = {"gpt-3.5-turbo": ["gpt-3.5-turbo"], "gemini-2.0-flash": ["gemini-2.0-flash"],
+              "chatgpt-gemini": ["gpt-3.5-turbo", "gemini-2.0-flash"]}
+    rows = du_tables.cross_model_rows(du_tables.counts(scored), list(models), models, ["gsm8k"], ("mad",))
+    cells = {r["backbone"]: du_tables.cell_text(r) for r in rows}
+    assert cells == {"gpt-3.5-turbo": "70.0 (14/20)", "gemini-2.0-flash": "55.0 (11/20)",
+                     "chatgpt-gemini": "85.0 (17/20)"}
+    assert [r["debate"] for r in rows] == ["alone", "alone", "jointly"]

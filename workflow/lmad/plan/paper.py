@@ -56,6 +56,8 @@ class PaperPlan:
             out.append(layout.paper("lmad_trace.png"))
         out += self.truemad_outputs()
         out += self.wdh_outputs()
+        out += self.layered_outputs()
+        out += self.du_outputs()
         return out + [layout.paper(f"viewer/{b}.html") for b in self.plan.backbones]
 
     def truemad_outputs(self) -> list[str]:
@@ -111,6 +113,64 @@ class PaperPlan:
         return {"proposals": [layout.samples(b, d, "proposals") for b in plan.backbones for d in cols],
                 "judgments": [layout.judgments(b, d) for b in plan.backbones for d in cols],
                 "rounds0": wdh_table1.round_inputs(plan.backbones, cols, plan.methods, round_=0)}
+
+    # ---- the layered-disagreement paper (config paper.layered; rules paper_layered*)
+
+    def layered_outputs(self) -> list[str]:
+        """The layered-disagreement paper's tables under results/paper/layered/ where config
+        ``paper.layered`` asks for them: Table 2 and layers B and C when layer A or B runs on a debating
+        method (rule paper_layered), the jury when it is on (paper_layered_jury), layer D when the probe
+        is on (paper_layered_probe)."""
+        if not self.plan.config["paper"].get("layered"):
+            return []
+        names = []
+        if self.plan.study("disagreement").on():
+            names += ["table2", "layer_b", "layer_c"]
+        if "jury" in self.plan.enabled_studies:
+            names.append("jury")
+        if self.plan.config["disagreement"]["probe"]:
+            names.append("layer_d")
+        return [layout.paper(f"layered/{name}.{ext}") for name in names for ext in ("csv", "md")]
+
+    # ---- Du et al. (config paper.du; rule paper_du)
+
+    def du_agents(self) -> dict[str, int]:
+        """Each backbone's number of agents in its debate (``mad``)."""
+        from ..protocols.debate import setting_of
+
+        if "mad" not in self.plan.methods:
+            return {}
+        return {b: len(setting_of("mad", self.plan.config, b).temperatures) for b in self.plan.config["backbones"]}
+
+    def du_models(self) -> dict[str, list[str]]:
+        """Each backbone's member models: a committee's, else the model itself."""
+        from ..committees import is_committee, members_of
+
+        config = self.plan.config
+        return {b: [m["model"] for m in members_of(config, b)] if is_committee(config, b) else [b]
+                for b in config["backbones"]}
+
+    def du_tables(self) -> list[str]:
+        """Du et al.'s tables this run has: the accuracy table where config ``paper.du`` asks for it; the
+        scaling table when the backbones debate with different numbers of agents; the cross-model table
+        when a backbone is a committee of different models."""
+        if not (self.plan.config["paper"].get("du") and "mad" in self.plan.methods):
+            return []
+        names = ["accuracy"]
+        if len(set(self.du_agents().values())) > 1:
+            names.append("scaling")
+        if any(len(set(m)) > 1 for m in self.du_models().values()):
+            names.append("cross_model")
+        return names
+
+    def du_outputs(self) -> list[str]:
+        return [layout.paper(f"du/{name}.{ext}") for name in self.du_tables() for ext in ("csv", "md")]
+
+    def du_output_files(self) -> dict:
+        """Rule paper_du's named outputs (paths only; the rule adds the report captions)."""
+        keys = {"accuracy": "accuracy", "scaling": "scaling", "cross_model": "cross"}
+        return {f"{keys[name]}_{ext}": layout.paper(f"du/{name}.{ext}") for name in self.du_tables()
+                for ext in ("csv", "md")}
 
     def benchmarks(self) -> dict[str, str]:
         """{dataset: its benchmark (the dataset's ``type``, else its name)}: datasets of one benchmark

@@ -178,12 +178,12 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
              sum(not r["parsed"] for r in rows), weights.stats() if jobs else "no turns")
 
 
-def disagreement_table(steps: list[str], labels: list[str], validation: list[str], csv: str, md: str,
-                       self_report: bool, provenance: dict, lmad_reports: list[str] | None = None,
-                       png: str | None = None) -> None:
-    """results/paper/disagreement.{csv,md} from the rounds' ``debate_steps`` and LMAD's self-report
-    tables (layer A), the backbones' pushback labels and the judge's validation (layer B; empty
-    lists when off)."""
+def load_layers(steps: list[str], labels: list[str], validation: list[str],
+                lmad_reports: list[str] | None = None) -> tuple[list[dict], list[dict], str, str]:
+    """The disagreement tables' inputs read once: (layer-A and C report rows with ``backbone``,
+    ``dataset``, ``method``; layer-B label rows with ``backbone``; the judge's status ``PASSED`` /
+    ``FAILED`` / ``off``; its validation line). Shared by results/paper/disagreement.* and the
+    layered-disagreement paper's own tables (lmad.stages.paper_layered)."""
     reports = []
     for path in steps:
         where = layout.parse(path)
@@ -202,6 +202,16 @@ def disagreement_table(steps: list[str], labels: list[str], validation: list[str
             line = f"**{line} Its labels are not used: every layer-B column is empty.**"
     else:
         status, line = "off", "Layer B (pushback judge): off (config disagreement.pushback)."
+    return reports, judged, status, line
+
+
+def disagreement_table(steps: list[str], labels: list[str], validation: list[str], csv: str, md: str,
+                       self_report: bool, provenance: dict, lmad_reports: list[str] | None = None,
+                       png: str | None = None) -> None:
+    """results/paper/disagreement.{csv,md} from the rounds' ``debate_steps`` and LMAD's self-report
+    tables (layer A), the backbones' pushback labels and the judge's validation (layer B; empty
+    lists when off)."""
+    reports, judged, status, line = load_layers(steps, labels, validation, lmad_reports)
     rows = disagreement_rows(reports, judged, status)
     write_csv(csv, pl.DataFrame(rows).select(COLUMNS) if rows else pl.DataFrame(schema={c: pl.Utf8 for c in COLUMNS}))
     write_text(md, disagreement_markdown(rows, line, self_report))
