@@ -105,8 +105,8 @@ rule paper_headroom:
         rounds0=plan.paper.rounds0(),
         held_out=plan.societies.held_out_splits(),
     output:
-        csv=layout.paper("headroom.csv"),
-        md=paper_report("headroom.md", "headroom"),
+        csv=plan.paper.wdh_born("headroom.csv"),
+        md=paper_report(plan.paper.wdh_born("headroom.md").removeprefix(layout.paper("")), "headroom"),
     log:
         "logs/paper/headroom.log",
     params:

@@ -99,11 +99,11 @@ if SOCIETIES["enabled"]:
             members=[layout.society(b, "members") for b in BACKBONES],
             sweeps=[layout.society(b, "sweep") for b in BACKBONES] if plan.societies.sizes() else [],
         output:
-            csv=layout.paper("societies.csv"),
-            md=layout.paper("societies.md"),
-            debates_csv=layout.paper("society_debates.csv"),
-            **({"sweep_csv": layout.paper("societies_sweep.csv"), "sweep_md": layout.paper("societies_sweep.md")}
-               if plan.societies.sizes() else {}),
+            csv=plan.paper.wdh_born("societies.csv"),
+            md=plan.paper.wdh_born("societies.md"),
+            debates_csv=plan.paper.wdh_born("society_debates.csv"),
+            **({"sweep_csv": plan.paper.wdh_born("societies_sweep.csv"),
+                "sweep_md": plan.paper.wdh_born("societies_sweep.md")} if plan.societies.sizes() else {}),
         log:
             "logs/paper/societies.log",
         params:

@@ -1,6 +1,10 @@
 """Each paper's own setting (config/{truemad,wdh,opinion,du-et-al}.yaml, docs/paper-configs.md) is a
 stand-alone config: `snakemake --dry-run --configfile config/<name>.yaml` plans it, and the plan
 has the paper's datasets, methods, rounds, agents and (TrueMAD) one set of jobs per seed."""
+import os
+import re
+import subprocess
+import sys
 from collections import Counter, defaultdict
 from functools import cache
 
@@ -216,3 +220,37 @@ def test_when_debate_helps_thicket_overlay():
     assert {"society_select", "paper_societies", "paper_wdh", "paper_readout"} <= set(rules_of(jobs))
     assert {m: set(r) for m, r in rounds_per_method(jobs).items()} == {
         m: set(range(6)) for m in ("mad", "mad+ac-greedy", "mad+sc-greedy", "mad+top-k")}
+
+
+# The tables When Debate Helps reports that any config with the finalizers or the societies builds: under
+# results/paper/wdh/ beside the paper's own tables where config paper.wdh is on, in results/paper/ otherwise.
+WDH_BORN = [f"{name}.{ext}" for name in ("readout", "headroom_lift") for ext in ("csv", "md", "png")] + [
+    "headroom.csv", "headroom.md", "societies.csv", "societies.md", "society_debates.csv",
+    "societies_sweep.csv", "societies_sweep.md"]
+
+
+def planned_outputs(*configfiles) -> list[str]:
+    """Every output file a forced dry run of the config files (merged in order) plans, once per job."""
+    env = {**os.environ, "LMAD_ALLOW_TEST_DOUBLE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--dry-run", "--forceall", "--configfile",
+                           *map(str, configfiles)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    return [p for line in re.findall(r"^ +output: (.*)$", proc.stdout, flags=re.MULTILINE) for p in line.split(", ")]
+
+
+@pytest.mark.parametrize("configs, sizes, folder", [
+    (("config/wdh.yaml",), [25, 50], "results/paper/wdh"),
+    (("config/config.yaml", "config/readout.yaml"), [1, 2], "results/paper"),
+])
+def test_when_debate_helps_tables_go_with_the_paper_tables(tmp_path, configs, sizes, folder):
+    """With paper.wdh (config/wdh.yaml) the readout, headroom-lift, headroom and society tables are planned
+    under results/paper/wdh/ and none in results/paper/ itself; without it (config/readout.yaml over the
+    demo) they stay in results/paper/. An overlay adds the construction-set size sweep so that its
+    table is planned too; each file is one job's output, written once."""
+    overlay = tmp_path / "sweep.yaml"
+    overlay.write_text(yaml.safe_dump({"societies": {"split": {"sizes": sizes}}}))
+    outputs = planned_outputs(*configs, overlay)
+    born = [p for p in outputs if p.startswith("results/paper/") and p.rsplit("/", 1)[-1] in WDH_BORN]
+    assert sorted(born) == sorted(f"{folder}/{n}" for n in WDH_BORN)
+    # every config's generic tables stay in results/paper/
+    assert {"results/paper/table1.csv", "results/paper/dynamics.csv", "results/paper/cost.csv"} <= set(outputs)

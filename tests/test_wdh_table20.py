@@ -175,7 +175,7 @@ def test_a_scripted_run_writes_table20_agreeing_with_the_headroom_table(tmp_path
                            "pool": {"temperatures": [0.1, 0.9], "personas": ["plain"],
                                     "variants": ["standard"], "perturbations": []}},
                 datasets={d: {"source": "jsonl", "path": str(demo / f"{d}.jsonl"), "n": 3} for d in ("amc12", "math500")})
-    snakemake(tmp_path, "results/paper/wdh/table20.md", "results/paper/headroom.csv")
+    snakemake(tmp_path, "results/paper/wdh/table20.md", "results/paper/wdh/headroom.csv")
     t = pl.read_csv(tmp_path / "results/paper/wdh/table20.csv")
     assert t.columns == wdh.TABLE20_COLUMNS
     assert t["dataset"].to_list() == ["amc12", "math500", "avg"] * 2
@@ -185,7 +185,8 @@ def test_a_scripted_run_writes_table20_agreeing_with_the_headroom_table(tmp_path
     for r in t.to_dicts():
         assert r["lift"] == pytest.approx(r["final"] - r["vote_r0"])
     # the per-dataset cells are the headroom table's own flags on the same held-out questions
-    head = pl.read_csv(tmp_path / "results/paper/headroom.csv")
+    head = pl.read_csv(tmp_path / "results/paper/wdh/headroom.csv")  # with the paper's tables (paper.wdh)
+    assert not (tmp_path / "results/paper/headroom.csv").exists()
     for r in t.filter(pl.col("dataset") != "avg").to_dicts():
         h = head.filter((pl.col("method") == r["method"]) & (pl.col("dataset") == r["dataset"])).row(0, named=True)
         assert (r["hit_r0"], r["vote_r0"], r["final"], r["lift"]) == pytest.approx(

@@ -46,7 +46,8 @@ class PaperPlan:
 
     def outputs(self) -> list[str]:
         """Everything rule paper builds under results/paper/."""
-        out = [layout.paper(f"{name}.{ext}") for name in ("table1", "cost", "headroom") for ext in ("csv", "md")]
+        out = [layout.paper(f"{name}.{ext}") for name in ("table1", "cost") for ext in ("csv", "md")]
+        out += [self.wdh_born(f"headroom.{ext}") for ext in ("csv", "md")]
         out += [layout.paper(n) for n in ("table1.tex", "accuracy.png", "pareto.png")]
         if all(m in self.plan.methods for m in TABLE2_METHODS):
             out += [layout.paper(n) for n in ("table2.csv", "table2.md", "table2.tex", "table2_checks.csv")]
@@ -92,6 +93,12 @@ class PaperPlan:
         # §A.5's paired gains over matched runs need two runs at least (config seeds)
         names += ["robustness"] * (len(self.plan.seeds) >= 2)
         return [layout.paper(f"wdh/{name}.{ext}") for name in names for ext in ("csv", "md")]
+
+    def wdh_born(self, name: str) -> str:
+        """The path of a table When Debate Helps reports that any config may build (readout,
+        headroom_lift, headroom, societies, society_debates, societies_sweep): with the paper's tables,
+        results/paper/wdh/<name>, where config ``paper.wdh`` asks for them; results/paper/<name> otherwise."""
+        return layout.paper(f"wdh/{name}" if self.plan.config["paper"].get("wdh") else name)
 
     def wdh_columns(self) -> list[str]:
         """The datasets of When Debate Helps' Table 1 (config ``paper.wdh_datasets``, else every one)."""

@@ -18,8 +18,9 @@ class SocietyPlan:
         """What the society rules add to `rule all` (nothing unless enabled)."""
         if not self.plan.societies_config["enabled"]:
             return []
-        return ([layout.paper(f"societies.{ext}") for ext in ("csv", "md")] + [layout.paper("society_debates.csv")]
-                + [layout.paper(f"societies_sweep.{ext}") for ext in ("csv", "md") if self.sizes()])
+        born = self.plan.paper.wdh_born
+        return ([born(f"societies.{ext}") for ext in ("csv", "md")] + [born("society_debates.csv")]
+                + [born(f"societies_sweep.{ext}") for ext in ("csv", "md") if self.sizes()])
 
     def sizes(self) -> list[int]:
         """The construction-set sizes of the sweep (config societies.split.sizes; none when off)."""

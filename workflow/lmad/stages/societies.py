@@ -8,7 +8,8 @@ default personas on each benchmark's construction split (``society_split``; conf
 ``societies.split``), each evaluated on the benchmark's held-out evaluation split (no model
 calls). ``paper_societies``: results/paper/societies.{csv,md} over backbones, and each debating
 method run with a society (``mad+ac-greedy``) beside its plain method on each split
-(results/paper/society_debates.csv): only the evaluation split is held out from the selection.
+(results/paper/society_debates.csv): only the evaluation split is held out from the selection. With
+config ``paper.wdh`` these are under results/paper/wdh/ (lmad.plan.paper.PaperPlan.wdh_born).
 ``held_out``: the filter every table with a society column applies (lmad.stages.paper, readout).
 """
 from __future__ import annotations

@@ -15,7 +15,8 @@ class Planner:
         self.config = plan.config["finalizers"]
 
     def outputs(self) -> list[str]:
-        return [layout.paper(f"{name}.{ext}") for name in ("readout", "headroom_lift") for ext in ("csv", "md", "png")]
+        return [self.plan.paper.wdh_born(f"{name}.{ext}") for name in ("readout", "headroom_lift")
+                for ext in ("csv", "md", "png")]
 
     def model_rules(self) -> dict[str, list[str]]:
         return {"finalizers": self.plan.config["backbones"]}

@@ -40,7 +40,8 @@ if FINALIZERS.config["enabled"]:
         script:
             "../../../scripts/stage.py"
 # Readout tables and figures of the finalizers (docs/methods.md "Finalizers and round-level controls"):
-# Parquet in, results/paper/readout.* and headroom_lift.* out, no model calls. Off unless
+# Parquet in, results/paper/readout.* and headroom_lift.* out (under results/paper/wdh/ with config
+# paper.wdh: lmad.plan.paper.PaperPlan.wdh_born), no model calls. Off unless
 # finalizers.enabled (input functions: lmad.studies.finalizers.plan).
 
 
@@ -65,9 +66,9 @@ if FINALIZERS.config["enabled"]:
             votes=lambda w: [layout.samples(b, d, METHODS[m].samples) for b in BACKBONES for d in DATASETS
                              for m in plan.rounds.finalizer_methods() if METHODS[m].family == "single"],
         output:
-            csv=layout.paper("readout.csv"),
-            md=layout.paper("readout.md"),
-            png=layout.paper("readout.png"),
+            csv=plan.paper.wdh_born("readout.csv"),
+            md=plan.paper.wdh_born("readout.md"),
+            png=plan.paper.wdh_born("readout.png"),
         log:
             "logs/paper/readout.log",
         params:
@@ -88,9 +89,9 @@ if FINALIZERS.config["enabled"]:
             predictions=lambda w: [layout.predictions(b, d, m) for b in BACKBONES for d in DATASETS
                                    for m in plan.rounds.finalizer_methods()],
         output:
-            csv=layout.paper("headroom_lift.csv"),
-            md=layout.paper("headroom_lift.md"),
-            png=layout.paper("headroom_lift.png"),
+            csv=plan.paper.wdh_born("headroom_lift.csv"),
+            md=plan.paper.wdh_born("headroom_lift.md"),
+            png=plan.paper.wdh_born("headroom_lift.png"),
         log:
             "logs/paper/headroom_lift.log",
         params:
