@@ -189,17 +189,22 @@ def table_markdown(rows: Sequence[Mapping], datasets: Sequence[str], benchmarks:
         for method in dict.fromkeys(r["method"] for r in mine):
             by = {r["dataset"]: r for r in mine if r["method"] == method}
             body.append([method_label(method, vote_samples), *(fmt(by[d]["accuracy"]) for d in [*datasets, AVG])])
-        n = {r["dataset"]: r["questions"] for r in mine}
-        left = {r["dataset"]: r["construction"] for r in mine}
         text = f"## {backbone}\n\n" + markdown(["Method", *heads, "Avg."], body)
-        if all(left[d] is not None for d in datasets):
-            text += ("\nHeld-out questions per column: " + ", ".join(f"{h} {n[d]}" for h, d in zip(heads, datasets))
-                     + "; construction questions left out: "
-                     + ", ".join(f"{h} {left[d]}" for h, d in zip(heads, datasets)) + "\n")
-        else:
-            text += "\nQuestions per column: " + ", ".join(f"{h} {n[d]}" for h, d in zip(heads, datasets)) + "\n"
+        text += questions_note(mine, datasets, heads)
         out.append(text)
     return "\n".join(out)
+
+
+def questions_note(rows: list[dict], datasets: list[str], heads: list[str]) -> str:
+    """The line under one backbone's table: its questions per column, and with societies the
+    construction questions each column leaves out."""
+    n = {r["dataset"]: r["questions"] for r in rows}
+    left = {r["dataset"]: r["construction"] for r in rows}
+    count = ", ".join(f"{h} {n[d]}" for h, d in zip(heads, datasets))
+    if all(left[d] is not None for d in datasets):
+        return (f"\nHeld-out questions per column: {count}; construction questions left out: "
+                + ", ".join(f"{h} {left[d]}" for h, d in zip(heads, datasets)) + "\n")
+    return f"\nQuestions per column: {count}\n"
 
 
 def title(vote_samples: int) -> str:
@@ -335,15 +340,8 @@ def table20_markdown(rows: Sequence[Mapping], datasets: Sequence[str], benchmark
             body.append([method_label(method, 0), *(fmt(by[d][k], signed=k == "lift") for d in [*datasets, AVG]
                                                     for k in TABLE20_METRICS)])
         head = ["Method", *(f"{h} {name}" for h in [*heads, "Avg."] for name in TABLE20_METRICS.values())]
-        n = {r["dataset"]: r["questions"] for r in mine}
-        left = {r["dataset"]: r["construction"] for r in mine}
         text = f"## {backbone} (seed {mine[0]['seed']})\n\n" + markdown(head, body)
-        if all(left[d] is not None for d in datasets):
-            text += ("\nHeld-out questions per column: " + ", ".join(f"{h} {n[d]}" for h, d in zip(heads, datasets))
-                     + "; construction questions left out: "
-                     + ", ".join(f"{h} {left[d]}" for h, d in zip(heads, datasets)) + "\n")
-        else:
-            text += "\nQuestions per column: " + ", ".join(f"{h} {n[d]}" for h, d in zip(heads, datasets)) + "\n"
+        text += questions_note(mine, datasets, heads)
         out.append(text)
     return "\n".join(out)
 
