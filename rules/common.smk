@@ -84,6 +84,16 @@ def paper_report(name, caption):
     return report(layout.paper(name), caption=f"../config/report/paper_{caption}.rst", category="Paper")
 
 
+def paper_du_outputs():
+    """Rule paper_du's outputs: each Du et al. table the run has as CSV, and as markdown in the report
+    with its caption config/report/paper_du_{table}.rst."""
+    out = {}
+    for key, path in plan.paper.du_output_files().items():
+        table, ext = key.rsplit("_", 1)
+        out[key] = paper_report(path.removeprefix(layout.paper("")), f"du_{table}") if ext == "md" else path
+    return out
+
+
 def paper_figure_outputs():
     """Rule paper_figures' outputs: PNG (in the report) and PDF of each figure the run draws."""
     captions = {"accuracy": "accuracy", "pareto": "pareto", "rounds": "rounds", "lmad_trace": "trace"}

@@ -377,8 +377,7 @@ rule paper_du:
         judgments=plan.paper.judgments(),
         dynamics=[layout.paper("dynamics.csv")] if "scaling" in plan.paper.du_tables() else [],
     output:
-        **{k: (paper_report(v.removeprefix(layout.paper("")), "du_" + k.rsplit("_", 1)[0]) if k.endswith("_md") else v)
-           for k, v in plan.paper.du_output_files().items()},
+        **paper_du_outputs(),
     log:
         "logs/paper/du.log",
     params:
