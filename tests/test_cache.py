@@ -115,8 +115,8 @@ _LINES = st.lists(_SPECIAL | _TEXT, max_size=8).map("".join)
 
 @settings(max_examples=300, deadline=None)
 @given(messages=st.lists(st.tuples(st.sampled_from(["system", "user", "assistant"]), _LINES), min_size=1, max_size=3),
-       temperature=st.sampled_from([0.0, 0.1, 0.7, 1, 1e-7]), max_tokens=st.integers(1, 4096),
-       seed=st.integers(0, 2**31), stop=st.lists(_TEXT, max_size=2).map(tuple),
+       temperature=st.sampled_from([0.0, 0.1, 0.7, 1, 1e-7, 1e300, float("inf"), float("nan"), True]),
+       max_tokens=st.integers(1, 4096), seed=st.integers(0, 2**70), stop=st.lists(_TEXT, max_size=2).map(tuple),
        constraint=st.none() | st.builds(lambda v: {"choice": v}, st.lists(_TEXT, min_size=1, max_size=3)),
        model=_TEXT, repeat=st.booleans(),
        sampling=st.sampled_from([(), (("top_p", 0.5),), (("min_p", 0.1), ("top_k", 20))]))

@@ -61,6 +61,39 @@ def _constraint_json(constraint: dict) -> str:
     return f'{{{_key_json(kind)}: {hit[1]}}}'
 
 
+def _scalar_json(value: Any) -> str:
+    """A number's JSON as ``json.dumps`` writes it: ints by ``str``, finite floats by ``repr``
+    (what the encoder itself calls); anything else (a bool, NaN) through the encoder."""
+    kind = type(value)
+    if kind is int or kind is float and value - value == 0:  # inf - inf and NaN are NaN
+        return int.__repr__(value) if kind is int else float.__repr__(value)
+    return _key_json(value)
+
+
+_short_memo: dict[Any, str] = {}  # model ids and stop tuples: a handful per run
+
+
+def _text_json(text: str) -> str:
+    hit = _short_memo.get(text)
+    if hit is None or type(text) is not str:
+        hit = _key_json(text)
+        if type(text) is str and len(_short_memo) < 1024:
+            _short_memo[text] = hit
+    return hit
+
+
+def _stop_json(stop: tuple) -> str:
+    """Stop strings' JSON list, memoized when they are strings (1 == 1.0 == True as dict keys,
+    not as JSON)."""
+    plain = type(stop) is tuple and all(type(s) is str for s in stop)
+    hit = _short_memo.get(stop) if plain else None
+    if hit is None:
+        hit = _key_json(stop)
+        if plain and len(_short_memo) < 1024:
+            _short_memo[stop] = hit
+    return hit
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat call. Everything that changes the output is a field here."""
@@ -106,14 +139,13 @@ class ChatRequest:
         and the messages' text escaped by :func:`_json_text`. Roles are ``ROLES`` words, which
         JSON writes as they are.
         A field added to the request must be added here (``tests/test_cache.py`` pins both)."""
-        head = _key_json({"constraint": None, "max_tokens": self.max_tokens}) if self.constraint is None else \
-            f'{{"constraint": {_constraint_json(self.constraint)}, "max_tokens": {self.max_tokens}}}'
-        tail = {"model": model_id, "seed": self.seed, "stop": self.stop, "temperature": self.temperature}
-        if self.sampling:
-            tail["sampling"] = self.sampling
-        tail = _key_json(tail)
+        constraint = "null" if self.constraint is None else _constraint_json(self.constraint)
         messages = ", ".join(f'["{role}", {_json_text(content)}]' for role, content in self.messages)
-        blob = f'{head[:-1]}, "messages": [{messages}], {tail[1:]}'
+        sampling = f'"sampling": {_key_json(self.sampling)}, ' if self.sampling else ""
+        # the fields in sort_keys order: constraint, max_tokens, messages, model, [sampling,] seed, stop, temperature
+        blob = (f'{{"constraint": {constraint}, "max_tokens": {_scalar_json(self.max_tokens)}, "messages": [{messages}], '
+                f'"model": {_text_json(model_id)}, {sampling}"seed": {_scalar_json(self.seed)}, '
+                f'"stop": {_stop_json(self.stop)}, "temperature": {_scalar_json(self.temperature)}}}')
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def chat(self) -> list[dict[str, str]]:
