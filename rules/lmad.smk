@@ -2,7 +2,10 @@
 # stage. Each stage job covers one (backbone, iteration) and every (dataset, LMAD method)
 # unit, so all active questions x agents go to the model as one batch and the three commit
 # policies (lmad = strict, lmad-concrete, lmad-always) compute their identical calls once.
-# Tables stay per unit (lmad.layout.lmad_table): results/{backbone}/{dataset}/{method}/iter{k}/{stage}.parquet.
+# Generations stay per unit (lmad.layout.lmad_table: results/{backbone}/{dataset}/{method}/iter{k}/generate.parquet,
+# what every reader of a method's rounds takes); every other stage table of an iteration is one file of
+# all units (lmad.layout.lmad_iteration: results/{backbone}/lmad/iter{k}/{stage}.parquet): one file, not
+# one per unit, for Snakemake to match and for the jobs to read and write.
 # Questions that stopped pass through later iterations untouched; a stage with nothing to
 # do writes empty tables without loading a model. Input functions are plan.lmad's (lmad.plan.lmad_stages);
 # stage bodies in lmad.stages.localized_debate. A method with a selected society (lmad+ac-greedy) is one

@@ -587,7 +587,7 @@ def test_lmad_persistence_reasks_pair_each_sampled_turn_in_one_batch(tmp_path, m
     import lmad.studies.disagreement.stages as stage
     from lmad.disagreement_labels import PERSIST_KEPT, PERSIST_REMOVED
     from lmad.protocols.localized_debate.local_debate import run_debate
-    from lmad.schemas import write_table
+    from lmad.schemas import write_table, write_units
 
     monkeypatch.chdir(tmp_path)
     qs = [q | {"qtype": "", "supporting_facts": [], "source": ""} for q in QUESTIONS]
@@ -597,15 +597,17 @@ def test_lmad_persistence_reasks_pair_each_sampled_turn_in_one_batch(tmp_path, m
            "segments": [["Alpha is a city."], ["Beta is a town."], ["Beta is a town.", "So Beta."]],
            "raw_output": "", "parse_error": "", "prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "stop",
            "cached": False}
-    localizations, positions = [], []
+    # the iteration's one file of every (dataset, method) unit, per stage
+    localizations, positions = ["results/scripted/lmad/iter0/localize.parquet"], ["results/scripted/lmad/iter0/debate.parquet"]
+    loc_parts, position_parts = [], []
     for name, tone in (("lmad", ""), ("lmad@hostile", TONE)):
         items = [{"qid": q["qid"], "question": q, "committed": [], "tone": tone} | {k: loc[k] for k in
                  ("segments", "conflict", "witness_claims")} for q in qs]
         rows = [r for rs in run_debate(ScriptedBackend(), PROMPTS["debater"], items, 0, 2, PERSONAS, 0, 32) for r in rs]
-        localizations.append(f"results/scripted/hotpotqa/{name}/iter0/localize.parquet")
-        positions.append(f"results/scripted/hotpotqa/{name}/iter0/debate.parquet")
-        write_table("lmad_localizations", [loc | {"qid": q["qid"], "iteration": 0} for q in qs], localizations[-1])
-        write_table("lmad_positions", rows, positions[-1])
+        loc_parts.append(("hotpotqa", name, [loc | {"qid": q["qid"], "iteration": 0} for q in qs]))
+        position_parts.append(("hotpotqa", name, rows))
+    write_units("lmad_localizations", loc_parts, localizations[0])
+    write_units("lmad_positions", position_parts, positions[0])
     (tmp_path / "tone.txt").write_text(f"### user\n{TONE}\n")
     backend, batches = ScriptedBackend(responder=lambda req: '{"agreement": "none", "changed_mind": "no"}'), []
     real = backend.generate

@@ -14,14 +14,17 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 name = st.from_regex(r"[a-z0-9][a-z0-9._-]{0,12}", fullmatch=True).filter(lambda s: s not in ("data", "results"))
 
 
-@given(b=name, d=name, m=name, k=st.integers(0, 99), stage=name)
-def test_builders_and_parse_are_inverse(b, d, m, k, stage):
+@given(b=name, d=name, m=name, k=st.integers(0, 99), stage=name, lmad_stage=st.sampled_from(layout.LMAD_ITERATION_STAGES),
+       shard=st.none() | st.integers(0, 9))
+def test_builders_and_parse_are_inverse(b, d, m, k, stage, lmad_stage, shard):
     assert layout.parse(layout.questions(d)) == layout.Location("questions", dataset=d)
     assert layout.parse(layout.questions(d, b)) == layout.Location("questions", backbone=b, dataset=d)
     assert layout.parse(layout.samples(b, d, stage)) == layout.Location("samples", b, d, stage=stage)
     assert layout.parse(layout.predictions(b, d, m)) == layout.Location("predictions", b, d, m)
     assert layout.parse(layout.judgments(b, d)) == layout.Location("judgments", b, d)
-    assert layout.parse(layout.lmad_table(b, d, m, k, stage)) == layout.Location("lmad_table", b, d, m, stage, k)
+    assert layout.parse(layout.lmad_table(b, d, m, k)) == layout.Location("lmad_table", b, d, m, "generate", k)
+    assert layout.parse(layout.lmad_iteration(b, k, lmad_stage, shard)) == layout.Location(
+        "lmad_iteration", b, stage=lmad_stage, iteration=k)
     assert layout.parse(layout.lmad_trace(b, d, m)) == layout.Location("lmad_trace", b, d, m)
     for part in ("", "_steps", "_state"):
         assert layout.parse(layout.debate_round(b, d, m, k, part)) == layout.Location(
@@ -35,7 +38,9 @@ def test_paths_users_see():
     assert layout.samples("qwen", "musique", "proposals") == "results/qwen/musique/samples/proposals.parquet"
     assert layout.predictions("qwen", "musique", "lmad") == "results/qwen/musique/predictions/lmad.parquet"
     assert layout.judgments("qwen", "musique") == "results/qwen/musique/judgments.parquet"
-    assert layout.lmad_table("qwen", "musique", "lmad", 2, "state") == "results/qwen/musique/lmad/iter2/state.parquet"
+    assert layout.lmad_table("qwen", "musique", "lmad", 2) == "results/qwen/musique/lmad/iter2/generate.parquet"
+    assert layout.lmad_iteration("qwen", 2, "state") == "results/qwen/lmad/iter2/state.parquet"
+    assert layout.lmad_iteration("qwen", 2, "state", shard=1) == "results/qwen/lmad/shard1/iter2/state.parquet"
     assert layout.lmad_trace("qwen", "musique", "lmad") == "results/qwen/musique/lmad/trace.parquet"
     assert layout.debate_round("qwen", "musique", "mad", 1, "_steps") == "results/qwen/musique/mad/round1_steps.parquet"
     assert layout.analysis("qwen", "table.md") == "results/qwen/analysis/table.md"
@@ -122,10 +127,10 @@ def test_a_misaligned_unit_list_fails():
     from lmad.stages.units import check_unit_paths
 
     units = [("hotpotqa", "lmad"), ("hotpotqa", "lmad-always")]
-    good = [layout.lmad_table("b", "hotpotqa.shard1", m, 0, "state") for _, m in units]
-    check_unit_paths("lmad", units, state=good, questions=[layout.questions("hotpotqa.shard1")] * 2)
+    good = [layout.lmad_table("b", "hotpotqa.shard1", m, 0) for _, m in units]
+    check_unit_paths("lmad", units, samples=good, questions=[layout.questions("hotpotqa.shard1")] * 2)
     with pytest.raises(ValueError, match="is not of unit"):
-        check_unit_paths("lmad", units, state=good[::-1])
+        check_unit_paths("lmad", units, samples=good[::-1])
 
 
 def test_the_front_door_and_the_shared_rules_stay_small():

@@ -19,7 +19,7 @@ from lmad.protocols.localized_debate.premises import (CYCLE, DANGLING, FORWARD, 
 from lmad.protocols.localized_debate import premises as premise_lib
 from lmad.prompts import load_prompt
 from lmad.registry import METHODS, TABLE2_METHODS, names
-from lmad.schemas import read_table, write_table
+from lmad.schemas import read_table, read_units, write_table
 from lmad.stages import generate as generate_stage
 from lmad.stages import localized_debate as stages
 
@@ -75,7 +75,10 @@ class Run:
                                 temperatures=TEMPERATURES, max_tokens=64, seed=0, provenance={})
 
     def path(self, method, k, stage):
-        return str(self.dir / method / f"iter{k}" / f"{stage}.parquet")
+        """A unit's generations; any other stage table: the iteration's one file of every unit."""
+        if stage == "generate":
+            return str(self.dir / method / f"iter{k}" / f"{stage}.parquet")
+        return str(self.dir / "lmad" / f"iter{k}" / f"{stage}.parquet")
 
     def __call__(self, *methods):
         """Predictions by qid of lmad-dag alone, or by method and qid of ``methods`` run jointly."""
@@ -86,8 +89,9 @@ class Run:
         common = {"model": SPEC, "cache_dir": str(self.dir / "cache"), "provenance": {}, "units": units,
                   "questions": [self.questions] * len(methods)}
         for k in range(self.iterations):
-            p = lambda stage: [self.path(m, k, stage) for m in methods]  # noqa: E731
-            state = {"state": [self.path(m, k - 1, "state") for m in methods]} if k else {}
+            p = lambda stage: ([self.path(m, k, stage) for m in methods] if stage == "generate"  # noqa: E731
+                               else self.path(None, k, stage))
+            state = {"state": self.path(None, k - 1, "state")} if k else {}
             source = {"proposals": [self.proposals] * len(methods)} if k == 0 else state
             stages.generate(prompt=str(PROMPTS / "solver.txt"), samples=p("generate"), iteration=k,
                             temperatures=TEMPERATURES, max_tokens=64, seed=0, **source, **common)
@@ -113,12 +117,14 @@ class Run:
                            samples=tables["generate"], chains=tables["extract"], localizations=tables["localize"],
                            positions=tables["debate"], repairs=tables["resolve"], relations=tables["relation"],
                            commits=tables["commit"], predictions=str(pred), trace=str(self.dir / m / "trace.parquet"),
-                           method=m, provenance={})
+                           method=m, provenance={}, dataset="hotpotqa")
             out[m] = {r["qid"]: r for r in read_table("predictions", pred).to_dicts()}
         return out
 
     def table(self, name, method, k, stage):
-        return read_table(name, self.path(method, k, stage)).to_dicts()
+        if stage == "generate":
+            return read_table(name, self.path(method, k, stage)).to_dicts()
+        return read_units(name, self.path(method, k, stage), [("hotpotqa", method)])[0]
 
     def trace(self, method="lmad-dag"):
         return read_table("lmad_trace", self.dir / method / "trace.parquet").to_dicts()
@@ -612,13 +618,15 @@ def test_lmad_dag_runs_beside_lmad_and_its_prompt_reruns_only_graph_extraction(w
     assert cost["lmad-dag"]["last_iteration_aux_calls_per_q"] is not None
     assert cost["lmad-dag"]["truncated_extractor"] is not None
 
-    dag_extract, chain_extract = base / "lmad-dag" / "iter0" / "extract.parquet", base / "lmad" / "iter0" / "extract.parquet"
-    before = {p: p.stat().st_mtime_ns for p in (dag_extract, chain_extract, base / "samples" / "proposals.parquet")}
+    # both methods' chains: one file of every unit per iteration
+    extract = workdir / "results" / "scripted" / "lmad" / "iter0" / "extract.parquet"
+    before = {p: p.stat().st_mtime_ns for p in (extract, base / "samples" / "proposals.parquet")}
     time.sleep(1.1)
     prompt = workdir / "prompts" / "extractor_premises.txt"
     prompt.write_text(prompt.read_text().rstrip("\n") + " Be brief.\n")
     snakemake(workdir)
     # one extract job serves both methods: it reruns, the chain's calls come from the cache unchanged
-    assert dag_extract.stat().st_mtime_ns != before[dag_extract]
-    assert read_table("lmad_chains", chain_extract)["cached"].all()
+    assert extract.stat().st_mtime_ns != before[extract]
+    chain_rows, dag_rows = read_units("lmad_chains", extract, [("hotpotqa", "lmad"), ("hotpotqa", "lmad-dag")])
+    assert chain_rows and all(r["cached"] for r in chain_rows) and dag_rows
     assert (base / "samples" / "proposals.parquet").stat().st_mtime_ns == before[base / "samples" / "proposals.parquet"]

@@ -11,7 +11,7 @@ from lmad.answers import majority_vote
 from lmad.answers.span import normalize_answer
 from lmad.backends import CachedBackend
 from lmad.backends.scripted import ScriptedBackend
-from lmad.schemas import read_table, write_table
+from lmad.schemas import read_table, read_units, write_table
 from lmad.stages import generate as generate_stage
 from lmad.stages import localized_debate as stages
 
@@ -77,7 +77,10 @@ class Run:
                                 temperatures=TEMPERATURES, max_tokens=64, seed=0, provenance={})
 
     def path(self, method, k, stage):
-        return str(self.dir / method / f"iter{k}" / f"{stage}.parquet")
+        """A unit's generations; any other stage table: the iteration's one file of every unit."""
+        if stage == "generate":
+            return str(self.dir / method / f"iter{k}" / f"{stage}.parquet")
+        return str(self.dir / "lmad" / f"iter{k}" / f"{stage}.parquet")
 
     def __call__(self, method="lmad"):
         return self.jointly([method])[method]
@@ -89,8 +92,9 @@ class Run:
         common = {"model": SPEC, "cache_dir": str(self.dir / "cache"), "provenance": {}, "units": units,
                   "questions": [self.questions] * len(methods)}
         for k in range(self.iterations):
-            p = lambda stage: [self.path(m, k, stage) for m in methods]  # noqa: E731
-            state = {"state": [self.path(m, k - 1, "state") for m in methods]} if k else {}
+            p = lambda stage: ([self.path(m, k, stage) for m in methods] if stage == "generate"  # noqa: E731
+                               else self.path(None, k, stage))
+            state = {"state": self.path(None, k - 1, "state")} if k else {}
             source = {"proposals": [self.proposals] * len(methods)} if k == 0 else state
             stages.generate(prompt=str(PROMPTS / "solver.txt"), samples=p("generate"), iteration=k,
                             temperatures=TEMPERATURES, max_tokens=64, seed=0, **source, **common)
@@ -119,12 +123,14 @@ class Run:
                            positions=tables["debate"], repairs=tables["resolve"], relations=tables["relation"],
                            commits=tables["commit"],
                            predictions=str(path), trace=str(self.dir / method / "trace.parquet"), method=method,
-                           provenance={})
+                           provenance={}, dataset="hotpotqa")
             out[method] = {p["qid"]: p for p in read_table("predictions", path).to_dicts()}
         return out
 
     def table(self, name, method, k, stage):
-        return read_table(name, self.path(method, k, stage)).to_dicts()
+        if stage == "generate":
+            return read_table(name, self.path(method, k, stage)).to_dicts()
+        return read_units(name, self.path(method, k, stage), [("hotpotqa", method)])[0]
 
     def trace(self, method="lmad"):
         return read_table("lmad_trace", self.dir / method / "trace.parquet").to_dicts()

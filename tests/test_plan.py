@@ -41,9 +41,13 @@ def test_lmad_tables_follow_the_units_order():
     job = wildcards(backbone="smollm2-135m", iteration="1")
     units = plan.lmad.units()
     assert units[:3] == [["hotpotqa", "lmad"], ["hotpotqa", "lmad-concrete"], ["hotpotqa", "lmad-always"]]
-    paths = plan.lmad.unit_tables("state", "smollm2-135m", 0, job)
+    paths = plan.lmad.unit_tables("generate", "smollm2-135m", 0, job)
     assert [(layout.parse(p).dataset, layout.parse(p).method) for p in paths] == [tuple(u) for u in units]
-    assert plan.lmad.state(job) == {"state": paths} and plan.lmad.state(wildcards(backbone="b", iteration="0")) == {}
+    # every other stage: one file of every unit per iteration
+    state = plan.lmad.unit_tables("state", "smollm2-135m", 0, job)
+    assert state == "results/smollm2-135m/lmad/iter0/state.parquet"
+    assert plan.lmad.state(job) == {"state": state} and plan.lmad.state(wildcards(backbone="b", iteration="0")) == {}
+    assert plan.lmad.final_state(job) == f"results/smollm2-135m/lmad/iter{plan.config['lmad']['iterations'] - 1}/state.parquet"
 
 
 def test_served_models_clients_are_local_rules_and_offline_ones_are_not():

@@ -32,7 +32,7 @@ def test_sharded_run_equals_unsharded(tmp_path):
         sizes = [len(read_table("samples", split / f"{d}.shard{s}" / "samples" / "proposals.parquet")) for s in (0, 1)]
         assert sizes == [6, 3]
         for s in (0, 1):
-            assert (split / f"{d}.shard{s}" / "lmad" / "iter0" / "commit.parquet").exists()
+            assert (split / f"{d}.shard{s}" / "lmad" / "iter0" / "generate.parquet").exists()
         for m in METHODS:
             assert frame(split / d / "predictions" / f"{m}.parquet", "predictions").equals(
                 frame(whole / d / "predictions" / f"{m}.parquet", "predictions")), (d, m)
@@ -41,6 +41,10 @@ def test_sharded_run_equals_unsharded(tmp_path):
         assert frame(split / d / "lmad" / "trace.parquet", "lmad_trace").equals(
             frame(whole / d / "lmad" / "trace.parquet", "lmad_trace")), d
     assert pl.read_csv(split / "analysis" / "table.csv").equals(pl.read_csv(whole / "analysis" / "table.csv"))
+    # the other LMAD stage tables: one file per shard and iteration, holding that shard of every dataset
+    commits = [read_table("lmad_commits", split / "lmad" / f"shard{s}" / "iter0" / "commit.parquet", keys=True)
+               for s in (0, 1)]
+    assert [set(c["dataset"]) for c in commits] == [set(DATASETS)] * 2
     # one LMAD stage job per shard, serving that shard of every dataset
     logs = tmp_path / "split" / "logs" / "scripted" / "lmad"
     assert sorted(p.name for p in logs.iterdir()) == ["shard0", "shard1"]

@@ -13,7 +13,7 @@ import pytest
 from conftest import make_config, snakemake, write_config
 from lmad import societies as so
 from lmad.config_checks import check_lmad_society, check_method_names
-from lmad.schemas import read_table, write_table
+from lmad.schemas import read_table, read_units, write_table
 from lmad.solver import derive_seed
 from lmad.stages import generate as generate_stage
 from lmad.stages import localized_debate as stages
@@ -104,10 +104,12 @@ def job(tmp_path, monkeypatch):
 
 def run_iteration(j, methods, k, rounds=1):
     units = [["hotpotqa", m] for m in methods]
-    p = lambda stage: [str(j.dir / m / f"iter{k}" / f"{stage}.parquet") for m in methods]  # noqa: E731
+    # a unit's generations; any other stage table: the iteration's one file of every unit
+    p = lambda stage: ([str(j.dir / m / f"iter{k}" / f"{stage}.parquet") for m in methods]  # noqa: E731
+                       if stage == "generate" else str(j.dir / "lmad" / f"iter{k}" / f"{stage}.parquet"))
     common = {"model": SPEC, "cache_dir": j.cache, "provenance": {}, "units": units, "questions": [j.questions] * len(
         methods)}
-    state = {"state": [str(j.dir / m / f"iter{k - 1}" / "state.parquet") for m in methods]} if k else {}
+    state = {"state": str(j.dir / "lmad" / f"iter{k - 1}" / "state.parquet")} if k else {}
     plain = [m for m in methods if "+" not in m]  # the shared proposals: units without a society only
     source = {"proposals": [j.proposals] * len(plain)} if k == 0 else state
     stages.generate(prompt=str(PROMPTS / "solver.txt"), samples=p("generate"), iteration=k, temperatures=TEMPERATURES,
@@ -125,7 +127,8 @@ def run_iteration(j, methods, k, rounds=1):
     stages.commit(questions=common["questions"], samples=p("generate"), repairs=p("resolve"), relations=p("relation"),
                   commits=p("commit"), next_state=p("state"), units=units, iteration=k, iterations=3,
                   min_quote_words=3, relation="model", provenance={}, **state)
-    return lambda name, method, stage: read_table(name, j.dir / method / f"iter{k}" / f"{stage}.parquet").to_dicts()
+    return lambda name, method, stage: (read_table(name, p(stage)[methods.index(method)]).to_dicts()
+                                        if stage == "generate" else read_units(name, p(stage), [("hotpotqa", method)])[0])
 
 
 def test_society_lmad_agents_are_the_members_and_iteration0_is_their_pool_calls(job):
@@ -187,7 +190,7 @@ def test_layer_a_asks_a_society_members_turn_in_its_own_conversation_on_its_weig
     sent = {id(q): (model_id, q) for model_id, batches in job.sent.items() for b in batches for q in b}
     debater = {(q.seed, q.messages): model_id for model_id, q in sent.values() if "focused debate" in system(q)}
     job.sent.clear()
-    paths = lambda stage: [str(job.dir / m / "iter0" / f"{stage}.parquet") for m in ("lmad", "lmad+top-k")]  # noqa
+    paths = lambda stage: [str(job.dir / "lmad" / "iter0" / f"{stage}.parquet")]  # noqa: E731
     reports = str(job.dir / "reports.parquet")
     layers.lmad_self_report(questions=[job.questions], localizations=paths("localize"), positions=paths("debate"),
                             prompt=str(PROMPTS / "debater.txt"), prompt_self_report=str(PROMPTS / "self_report.txt"),
@@ -269,7 +272,7 @@ def test_workflow_the_society_file_is_an_lmad_input_only_with_a_society_method(w
         inputs = planned_inputs(plan, rule)
         assert len(inputs) == 2 and all("results/scripted/societies/members.parquet" in i for i in inputs)
     assert not any("members.parquet" in i for i in planned_inputs(plan, "lmad_extract"))
-    assert "lmad+ac-greedy/iter1/commit.parquet" in plan and "predictions/lmad+ac-greedy.parquet" in plan
+    assert "lmad+ac-greedy/iter1/generate.parquet" in plan and "predictions/lmad+ac-greedy.parquet" in plan
     # society LMAD alone: its stages never read the shared proposals (its iteration 0 is the pool's calls)
     write_config(workdir, config | {"methods": ["cot", "lmad+ac-greedy"]})
     alone = planned_inputs(snakemake(workdir, "--dry-run").stdout, "lmad_generate")

@@ -3,11 +3,12 @@ method), set by write_table from where it is written; and a method has one label
 figures. A whole run read through one glob: tests/test_replicates.py."""
 import polars as pl
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from lmad import layout
 from lmad.headline import headline
 from lmad.registry import METHODS
-from lmad.schemas import KEYS, STORED, TABLES, SchemaError, keys_of, read_table, write_table
+from lmad.schemas import KEYS, STORED, TABLES, SchemaError, keys_of, read_table, read_units, write_table, write_units
 
 PRED = {"qid": "q1", "dataset": "hotpotqa", "method": "cot", "prediction": "a", "prediction_norm": "a",
         "stop_reason": "single", "stop_round": 0, "calls": 1, "prompt_tokens": 5, "completion_tokens": 2}
@@ -103,3 +104,31 @@ def test_both_accuracy_figures_label_a_method_and_a_dataset_alike(tmp_path, monk
     want = [METHODS[m].label for m in methods], ["HotpotQA", "2Wiki"]
     assert _labels(per_backbone[0].axes[0]) == want
     assert _labels(paper[0].axes[0]) == want
+
+
+STATE = {"qid": "q", "active": True, "committed": [], "stop_reason": "", "stop_iteration": None, "prediction": "",
+         "prediction_norm": ""}
+UNIT = st.tuples(st.sampled_from(["hotpotqa", "musique", "hotpotqa.shard1"]), st.sampled_from(["lmad", "lmad-dag"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(parts=st.lists(st.tuples(UNIT, st.integers(0, 3)), max_size=4, unique_by=lambda p: (
+    layout.configured_dataset(p[0][0]), p[0][1])), shard=st.none() | st.integers(0, 2))
+def test_units_in_one_file_read_back_per_unit(tmp_path_factory, parts, shard):
+    """An LMAD iteration's file of every unit (write_units): each unit's rows come back as its own,
+    keys from the unit (a shard's dataset as the configured one) and from the path; a unit with no
+    rows, or absent, reads as empty; no units at all still writes a readable, empty table."""
+    path = tmp_path_factory.mktemp("units") / layout.lmad_iteration(layout.run_name("qwen", 2), 3, "state", shard)
+    rows = [[STATE | {"qid": f"{d}-{m}-{i}", "prediction": m} for i in range(n)] for (d, m), n in parts]
+    write_units("lmad_state", [(d, m, r) for ((d, m), _), r in zip(parts, rows)], path, {"x": 1})
+    units = [u for u, _ in parts] + [("strategyqa", "lmad")]
+    assert read_units("lmad_state", path, units) == [sorted(r, key=lambda r: r["qid"]) for r in rows] + [[]]
+    stored = stored_keys(path)
+    assert len(stored) == sum(n for _, n in parts)
+    assert {(k["backbone"], k["replicate"]) for k in stored} <= {("qwen", 2)}
+    assert {(k["dataset"], k["method"]) for k in stored} == {(layout.configured_dataset(d), m) for (d, m), n in parts if n}
+
+
+def test_a_table_that_declares_a_key_cannot_hold_units(tmp_path):
+    with pytest.raises(SchemaError, match="cannot hold units"):
+        write_units("predictions", [("hotpotqa", "cot", [PRED])], tmp_path / "x.parquet")

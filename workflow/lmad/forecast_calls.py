@@ -243,6 +243,8 @@ def _backbone_groups(plan: Plan, backbone: str, out: Forecast, counter, stores, 
                 committed = it * Rs  # P grows by at most one repair an iteration
 
                 def tables(stage: str, it=it, m=m) -> list[str]:
+                    if stage in layout.LMAD_ITERATION_STAGES:  # one file of every unit: written or not
+                        return [layout.lmad_iteration(backbone, it, stage)]
                     return [layout.lmad_table(backbone, d, m, it, stage) for d in plan.datasets]
                 if it > 0:
                     add(f"{m} iter {it} generate", N * K, True, S, N * K * (base_total / max(N, 1) + committed), "≤",

@@ -11,7 +11,8 @@ dataset or method a table belongs to ask it, instead of counting path segments.
     results/{backbone}/{dataset}/samples/{stage}.parquet        cot | proposals
     results/{backbone}/{dataset}/predictions/{method}.parquet
     results/{backbone}/{dataset}/judgments.parquet
-    results/{backbone}/{dataset}/{method}/iter{k}/{stage}.parquet   LMAD stage tables
+    results/{backbone}/{dataset}/{method}/iter{k}/generate.parquet  LMAD generations (one unit's)
+    results/{backbone}/lmad/iter{k}/{stage}.parquet                 LMAD's other stage tables (every unit's)
     results/{backbone}/{dataset}/{method}/trace.parquet             LMAD trace
     results/{backbone}/{dataset}/{method}/round{t}{part}.parquet    debate rounds (part: "", _steps, _state)
     results/{backbone}/{dataset}/finalizers.parquet             finalizers on every round of every method
@@ -103,8 +104,25 @@ def method_dir(backbone: str, dataset: str, method: str) -> str:
     return f"{ROOT}/{backbone}/{dataset}/{method}"
 
 
-def lmad_table(backbone: str, dataset: str, method: str, iteration, stage: str) -> str:
+def lmad_table(backbone: str, dataset: str, method: str, iteration, stage: str = "generate") -> str:
+    """An LMAD unit's own table of an iteration: its generations (the other stages: :func:`lmad_iteration`)."""
+    if stage != "generate":
+        raise ValueError(f"LMAD stage {stage!r} has one file of every unit per iteration (lmad.layout.lmad_iteration)")
     return f"{method_dir(backbone, dataset, method)}/iter{iteration}/{stage}.parquet"
+
+
+#: The LMAD stage tables that hold every (dataset, method) unit of an iteration in one file
+#: (:func:`lmad_iteration`); ``generate`` stays one file per unit, as every method's answer tables are
+#: (the readers of a method's rounds take it as one).
+LMAD_ITERATION_STAGES = ("extract", "localize", "debate", "resolve", "relation", "commit", "state")
+
+
+def lmad_iteration(backbone: str, iteration, stage: str, shard=None) -> str:
+    """One LMAD stage table of every unit of an iteration (lmad.schemas.write_units); ``shard``: the
+    shard index (or "{shard}") of a sharded run, whose stage jobs run per shard."""
+    if stage not in LMAD_ITERATION_STAGES:
+        raise ValueError(f"LMAD stage {stage!r} is not one of {LMAD_ITERATION_STAGES}")
+    return f"{ROOT}/{backbone}/lmad/{'' if shard is None else f'shard{shard}/'}iter{iteration}/{stage}.parquet"
 
 
 def lmad_trace(backbone: str, dataset: str, method: str) -> str:
@@ -176,8 +194,10 @@ _PATTERNS = [
     ("judgments", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/judgments\.parquet$"),
     ("finalized", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/finalizers\.parquet$"),
     ("society", rf"(?:^|/)(?P<backbone>{_RUN})/societies/(?P<stage>{_SEG})\.parquet$"),
+    ("lmad_iteration", rf"(?:^|/)(?P<backbone>{_RUN})/lmad/(?:shard\d+/)?iter(?P<iteration>\d+)/"
+                       rf"(?P<stage>{'|'.join(LMAD_ITERATION_STAGES)})\.parquet$"),
     ("lmad_table", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/iter(?P<iteration>\d+)/"
-                   rf"(?P<stage>{_SEG})\.parquet$"),
+                   rf"(?P<stage>generate)\.parquet$"),
     ("lmad_trace", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/trace\.parquet$"),
     ("debate_round", rf"(?:^|/)(?P<backbone>{_RUN})/(?P<dataset>{_SEG})/(?P<method>{_SEG})/round(?P<round>\d+)"
                      r"(?P<part>_steps|_state)?\.parquet$"),

@@ -1,5 +1,6 @@
 """LMAD's stage jobs (rules/lmad.smk): one job per (backbone, iteration) serves every (dataset, LMAD
-method) unit; path lists follow LmadPlan.units() order."""
+method) unit; the generations' path lists follow LmadPlan.units() order, every other stage table
+is one file of all units (lmad.layout.lmad_iteration)."""
 from __future__ import annotations
 
 from .. import layout
@@ -21,10 +22,20 @@ class LmadPlan:
     def unit_questions(self, wildcards) -> list[str]:
         return [q for q in self.plan.questions.tables(wildcards) for _ in self.plan.lmad_methods]
 
-    def unit_tables(self, stage: str, backbone="{backbone}", iteration="{iteration}", wildcards=None) -> list[str]:
-        """One stage's table of every unit in one iteration, in units() order (wildcards kept unless given)."""
+    def unit_tables(self, stage: str, backbone="{backbone}", iteration="{iteration}", wildcards=None) -> list[str] | str:
+        """One stage's table of every unit in one iteration (wildcards kept unless given): the
+        generations one file per unit, in units() order; any other stage one file for them all
+        (lmad.layout.lmad_iteration)."""
+        if stage in layout.LMAD_ITERATION_STAGES:
+            return layout.lmad_iteration(backbone, iteration, stage, self.shard(wildcards))
         return [layout.lmad_table(backbone, w, m, iteration, stage) for w in self.plan.job_datasets(wildcards)
                 for m in self.plan.lmad_methods]
+
+    def shard(self, wildcards=None):
+        """The shard of a stage job of a sharded run ("{shard}" in a rule pattern); None unsharded."""
+        if self.plan.shards == 1:
+            return None
+        return "{shard}" if wildcards is None else wildcards.shard
 
     def log(self, stage: str, folder: str = "logs", ext: str = "log") -> str:
         return self.plan.job_log("lmad", f"iter{{iteration}}/{stage}", folder, ext)
@@ -56,10 +67,14 @@ class LmadPlan:
             return {}
         return {"members": layout.society(wildcards.backbone, "members")}
 
-    def every_iteration(self, backbone: str, datasets, stage: str, last: int = 0, method_first: bool = True) -> list[str]:
+    def every_iteration(self, backbone: str, datasets, stage: str, last: int = 0, method_first: bool = True,
+                        shard=None) -> list[str]:
         """One LMAD stage's table of every LMAD method, dataset and iteration 0 .. L - 1 - ``last``:
-        method after method (``method_first``) or dataset after dataset, iterations in order."""
+        method after method (``method_first``) or dataset after dataset, iterations in order; a
+        stage whose iteration is one file (lmad.layout.lmad_iteration), that file per iteration."""
         iterations = range(self.plan.config["lmad"]["iterations"] - last)
+        if stage in layout.LMAD_ITERATION_STAGES:
+            return [layout.lmad_iteration(backbone, k, stage, shard) for k in iterations]
         if method_first:
             return [layout.lmad_table(backbone, w, m, k, stage) for m in self.plan.lmad_methods for w in datasets
                     for k in iterations]
@@ -68,17 +83,16 @@ class LmadPlan:
 
     def every_iteration_by_method(self, stage: str):
         """Input function: every LMAD method's ``stage`` table of every iteration."""
-        return lambda w: self.every_iteration(w.backbone, self.plan.job_datasets(w), stage)
+        return lambda w: self.every_iteration(w.backbone, self.plan.job_datasets(w), stage, shard=self.shard(w))
 
-    def final_state(self, wildcards) -> list[str]:
-        last = self.plan.config["lmad"]["iterations"] - 1
-        return [layout.lmad_table(wildcards.backbone, w, m, last, "state")
-                for m in self.plan.lmad_methods for w in self.plan.job_datasets(wildcards)]
+    def final_state(self, wildcards) -> str:
+        return self.unit_tables("state", wildcards.backbone, self.plan.config["lmad"]["iterations"] - 1, wildcards)
 
     def every_iteration_by_dataset(self, stage: str, last: int = 0):
         """Input function: one LMAD stage's table of every dataset, LMAD method and iteration of a
         backbone (iterations 0 .. L - 1 - ``last``)."""
-        return lambda w: self.every_iteration(w.backbone, self.plan.job_datasets(w), stage, last, method_first=False)
+        return lambda w: self.every_iteration(w.backbone, self.plan.job_datasets(w), stage, last, method_first=False,
+                                              shard=self.shard(w))
 
     def local_debate_inputs(self, wildcards) -> dict:
         """Every iteration's localization and positions of LMAD's local debates (what a study that

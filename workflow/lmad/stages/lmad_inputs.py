@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from ..protocols.localized_debate import controller
-from ..schemas import read_table
+from ..schemas import read_table, read_units, write_units
 from .units import check_aligned, check_unit_paths
 
 
@@ -54,21 +54,31 @@ class Units:
     def __len__(self) -> int:
         return len(self.names)
 
+    def rows(self, name: str, path: str | None) -> list[list[dict] | None]:
+        """Each unit's rows of table ``name`` in an iteration's file of every unit (lmad.schemas.read_units);
+        None for each unit where there is no file (the state entering iteration 0)."""
+        return read_units(name, path, self.names) if path else [None] * len(self.names)
 
-def entering_state(state: str | None, qids) -> list[dict]:
-    """The state entering this iteration: the previous commit's, or the initial one."""
-    return read_table("lmad_state", state).to_dicts() if state else controller.initial_state(sorted(qids))
+    def write(self, name: str, per_unit: list[list[dict]], path: str, provenance: dict) -> None:
+        """Each unit's rows (in unit order) as the iteration's one file of table ``name``."""
+        check_aligned("lmad", len(self.names), **{name: per_unit})
+        write_units(name, [(d, m, rows) for (d, m), rows in zip(self.names, per_unit)], path, provenance)
 
 
-def committed_premises(state: str | None) -> dict[str, list[str]]:
+def entering_state(state: list[dict] | None, qids) -> list[dict]:
+    """The state entering this iteration: the previous commit's rows (one per question: a unit
+    missing from the previous iteration's file fails here, not by skipping its questions), or the
+    initial one."""
+    if state is None:
+        return controller.initial_state(sorted(qids))
+    if {s["qid"] for s in state} != set(qids):
+        raise ValueError(f"lmad: the state entering this iteration has {len(state)} rows for {len(qids)} questions")
+    return state
+
+
+def committed_premises(state: list[dict] | None) -> dict[str, list[str]]:
     """P per question entering this iteration (empty for every question at iteration 0)."""
-    if not state:
-        return defaultdict(list)
-    return defaultdict(list, {s["qid"]: s["committed"] for s in read_table("lmad_state", state).to_dicts()})
-
-
-def unit_path(paths: list[str] | None, u: int) -> str | None:
-    return paths[u] if paths else None
+    return defaultdict(list, {s["qid"]: s["committed"] for s in state or []})
 
 
 def rows_by_qid(rows: list[dict]) -> dict[str, list[dict]]:

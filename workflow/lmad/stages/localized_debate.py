@@ -1,8 +1,10 @@
 """LMAD rules (rules/lmad.smk): one function per stage, run once per iteration.
 
-Iteration ℓ of method m on a dataset lives in ``results/{backbone}/{dataset}/{m}/iter{ℓ}/``:
+Iteration ℓ's generations of method m on a dataset are ``results/{backbone}/{dataset}/{m}/iter{ℓ}/generate.parquet``
+(samples: the agents' rationales and answers given P); its other tables hold every (dataset, method)
+unit in one file each, ``results/{backbone}/lmad/iter{ℓ}/`` (lmad.layout.lmad_iteration; the
+``dataset`` and ``method`` key columns tell the units apart, lmad.schemas.write_units):
 
-  generate.parquet  (samples)             the agents' rationales and answers given P
   extract.parquet   (lmad_chains)         node chains of the questions whose answers disagree
   localize.parquet  (lmad_localizations)  conflict δ, witness indices, segments
   debate.parquet    (lmad_positions)      local-debate positions, R rounds
@@ -13,7 +15,7 @@ Iteration ℓ of method m on a dataset lives in ``results/{backbone}/{dataset}/{
 
 ``resolve`` and ``commit`` run in one job (``resolve_and_commit``, rule ``lmad_resolve``): five jobs
 per iteration. One job per (backbone, stage, iteration) serves every *unit* — a (dataset, method) pair,
-in the order of the ``units`` param; every path argument is a list aligned with it. The
+in the order of the ``units`` param; the generations' path lists are aligned with it. The
 job batches the still-active questions of all units x all agents into ONE model call
 (one per round for the debate), so the policies' identical calls (all of iteration 0,
 and later ones wherever their states agree) are computed once inside the batch. A stage
@@ -51,14 +53,13 @@ from ..protocols.localized_debate.relation_check import parse_verdict, relation_
 from ..protocols.localized_debate.resolve import parse_repair, resolution_request
 from ..protocols.localized_debate.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
-from ..schemas import write_table
+from ..schemas import read_units, write_table
 from ..answers import reading_of
 from ..solver import derive_seed, sample_rows, solver_request
 from ..tones import tone_role
 from .society_agents import JobWeights, SocietyFile
-from .lmad_inputs import (Units, cache_stats, committed_premises, entering_state, questions_by_qid,
-                          rows_by_qid, table_rows, unit_path)
-from .units import by_method, check_aligned, check_unit_paths, per_unit, split_rows
+from .lmad_inputs import Units, cache_stats, committed_premises, entering_state, questions_by_qid, rows_by_qid, table_rows
+from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +72,15 @@ def _open(spec: dict, cache_dir: str) -> Backend:
 
 def generate(questions: list[str], prompt: str, samples: list[str], units: list, model: dict, cache_dir: str,
              iteration: int, temperatures: list[float], max_tokens: int, seed: int, provenance: dict,
-             proposals: list[str] | None = None, state: list[str] | None = None, members: str | None = None) -> None:
+             proposals: list[str] | None = None, state: str | None = None, members: str | None = None) -> None:
     """Each active agent samples (r_i, a_i) given (q, x, P). Iteration 0 (P empty) is
     exactly the proposals: reused, zero calls. Iteration ℓ ≥ 1 draws with a seed derived
     from (question, agent, ℓ), so a regeneration whose P did not change (e.g. an admitted
     empty repair) gets new samples instead of the cached ones of the previous iteration.
     A society unit's agents are its members (``members``: the society file); its iteration 0
     repeats each member's pool call (the pool's prompt and seed), so the cache serves it."""
-    us = Units(units, questions, samples=samples, state=state)
+    us = Units(units, questions, samples=samples)
+    states = us.rows("lmad_state", state)
     # the shared proposals: one table per unit without a society, in unit order
     plain = [u for u, (_, m) in enumerate(us.names) if registered_method(m).society is None]
     if iteration == 0:
@@ -103,7 +105,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
                                  f"{temperatures}; rerun rule generate")
             reused[u] = rows
             continue
-        for s in entering_state(unit_path(state, u), qs):
+        for s in entering_state(states[u], qs):
             if not s["active"]:
                 continue
             q = qs[s["qid"]]
@@ -132,7 +134,7 @@ def _is_dag(method: str) -> bool:
     return registered_method(method).structure == "dag"
 
 
-def extract(questions: list[str], samples: list[str], prompt: str, chains: list[str], units: list, model: dict,
+def extract(questions: list[str], samples: list[str], prompt: str, chains: str, units: list, model: dict,
             cache_dir: str, iteration: int, max_tokens: int, max_nodes: int, max_node_words: int,
             provenance: dict, iterations: int | None = None, guard_last_iteration: bool = True,
             premise_prompt: str | None = None) -> None:
@@ -141,7 +143,7 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
     nothing to do either, and the commit stops each disagreement with ``budget``). A graph
     unit (``lmad-dag``) asks ``premise_prompt`` instead: claims with premises and sources,
     validated (``premises.build_graph``); its calls are its own, not the chain's."""
-    us = Units(units, questions, samples=samples, chains=chains)
+    us = Units(units, questions, samples=samples)
     extractor = load_prompt(prompt)
     dag = [_is_dag(m) for _, m in us.names]
     if any(dag) and not premise_prompt:
@@ -175,28 +177,28 @@ def extract(questions: list[str], samples: list[str], prompt: str, chains: list[
                     "rationale": r["response"], "raw_output": c.text,
                     "parse_error": chain.parse_error, "raw_nodes": chain.raw_nodes, "node_flags": chain.node_flags,
                     "nodes": chain.nodes, "fallback": chain.fallback, **graph, **call_columns(c)})
-    for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
-        write_table("lmad_chains", unit_rows, chains[u], provenance)
+    us.write("lmad_chains", split_rows(len(us), owners, out), chains, provenance)
     fallbacks = sum(bool(r["fallback"]) for r in out)
     graph_fallbacks = Counter(r["graph_fallback"] for r, u in zip(out, owners) if dag[u] and r["graph_fallback"])
     log.info("iteration %d: %d chains extracted over %d units (%d fallbacks; graph fallbacks to the chain: %s); %s",
              iteration, len(out), len(us), fallbacks, dict(sorted(graph_fallbacks.items())), cache_stats(backend))
 
 
-def localize(questions: list[str], chains: list[str], prompt: str, localizations: list[str], units: list,
+def localize(questions: list[str], chains: str, prompt: str, localizations: str, units: list,
              model: dict, cache_dir: str, iteration: int, max_tokens: int, provenance: dict,
-             state: list[str] | None = None, max_conflicts: int = 1, align_jaccard: float = 0.8) -> None:
+             state: str | None = None, max_conflicts: int = 1, align_jaccard: float = 0.8) -> None:
     """One localizer call per disagreeing question; invalid witnesses fall back per agent. A
     graph unit (``lmad-dag``) is localized on its claim graphs without a call
     (``graph_localize``: up to ``max_conflicts`` minimal conflicts, claims aligned at
     ``align_jaccard``); its row's call columns read "skipped", which the trace does not count."""
-    us = Units(units, questions, chains=chains, localizations=localizations, state=state)
+    us = Units(units, questions)
+    states, unit_chains = us.rows("lmad_state", state), us.rows("lmad_chains", chains)
     localizer = load_prompt(prompt)
     groups, owners, requests, out = [], [], [], []
     for u, qs in enumerate(us.questions):
-        committed = committed_premises(unit_path(state, u))
+        committed = committed_premises(states[u])
         dag = _is_dag(us.names[u][1])
-        for qid, rows in rows_by_qid(table_rows("lmad_chains", chains[u])).items():
+        for qid, rows in rows_by_qid(unit_chains[u]).items():
             owners.append(u)
             chain_list = [r["nodes"] for r in rows]
             if dag:
@@ -217,31 +219,31 @@ def localize(questions: list[str], chains: list[str], prompt: str, localizations
         chain_list = [r["nodes"] for r in rows]
         loc = parse_localization(c.text, [len(ch) for ch in chain_list])
         out[at] = localization_row(qid, iteration, chain_list, loc, c.text) | call_columns(c)
-    for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
-        write_table("lmad_localizations", unit_rows, localizations[u], provenance)
+    us.write("lmad_localizations", split_rows(len(us), owners, out), localizations, provenance)
     fell = sum(any(r["witness_fallback"]) for r in out)
     log.info("iteration %d: %d conflicts localized over %d units (%d with a witness fallback); %s", iteration,
              len(out), len(us), fell, cache_stats(backend))
 
 
-def debate(questions: list[str], localizations: list[str], prompt: str, positions: list[str], units: list,
+def debate(questions: list[str], localizations: str, prompt: str, positions: str, units: list,
            model: dict, cache_dir: str, iteration: int, rounds: int, temperatures: list[float], seed: int,
-           max_tokens: int, provenance: dict, state: list[str] | None = None, members: str | None = None,
+           max_tokens: int, provenance: dict, state: str | None = None, members: str | None = None,
            **tone_prompts: str) -> None:
     """R local rounds over the segments ending at the witnesses. ``tone_prompts``: the
     ``prompt_tone_<tone>`` instruction files of the toned methods among the units (lmad.tones);
     ``members``: the society file, whose members are a society unit's debaters."""
-    us = Units(units, questions, localizations=localizations, positions=positions, state=state)
+    us = Units(units, questions)
+    states, unit_locs = us.rows("lmad_state", state), us.rows("lmad_localizations", localizations)
     society, weights = SocietyFile(members), JobWeights(model, cache_dir, _open)
     tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
     items, owners = [], []
     for u, qs in enumerate(us.questions):
-        committed = committed_premises(unit_path(state, u))
+        committed = committed_premises(states[u])
         role = tone_role(registered_method(us.names[u][1]).tone)
         if role and role not in tones:
             raise ValueError(f"lmad debate: unit {us.names[u]} needs the {role} prompt file")
         agents, bound = society.agents(us.names[u][1], us.names[u][0]) or crew(model, len(temperatures)), None
-        for r in table_rows("lmad_localizations", localizations[u]):
+        for r in unit_locs[u]:
             items.append({"qid": r["qid"], "question": qs[r["qid"]], "committed": committed[r["qid"]],
                           "segments": r["segments"], "conflict": r["conflict"],
                           "witness_claims": r["witness_claims"], "tone": tones[role] if role else ""})
@@ -256,28 +258,28 @@ def debate(questions: list[str], localizations: list[str], prompt: str, position
     grouped: list[list[dict]] = [[] for _ in range(len(us))]
     for u, rows in zip(owners, per_item):
         grouped[u] += rows
-    for u, unit_rows in enumerate(grouped):
-        write_table("lmad_positions", unit_rows, positions[u], provenance)
+    us.write("lmad_positions", grouped, positions, provenance)
     log.info("iteration %d: %d questions debated over %d units, %d rounds, %d turns; %s", iteration, len(items),
              len(us), rounds, sum(map(len, per_item)), weights.stats())
 
 
-def resolve(questions: list[str], localizations: list[str], positions: list[str], prompt: str, repairs: list[str],
-            relation_prompt: str, relations: list[str], units: list, model: dict, cache_dir: str, iteration: int,
-            max_tokens: int, provenance: dict, state: list[str] | None = None) -> None:
+def resolve(questions: list[str], localizations: str, positions: str, prompt: str, repairs: str,
+            relation_prompt: str, relations: str, units: list, model: dict, cache_dir: str, iteration: int,
+            max_tokens: int, provenance: dict, state: str | None = None) -> None:
     """The resolver turns the final positions into a proposed repair (Ẑ, Q̂); then the
     backbone judges, in a second batch, whether each repair with a claim keeps the
     question's subject and relation (the guard's ``relation_model`` check, recorded
     whatever the policy)."""
-    us = Units(units, questions, localizations=localizations, positions=positions, repairs=repairs,
-                relations=relations, state=state)
+    us = Units(units, questions)
+    states = us.rows("lmad_state", state)
+    all_locs, all_positions = us.rows("lmad_localizations", localizations), us.rows("lmad_positions", positions)
     resolver = load_prompt(prompt)
     locs, owners, requests = [], [], []
     for u, qs in enumerate(us.questions):
-        committed = committed_premises(unit_path(state, u))
-        unit_locs = table_rows("lmad_localizations", localizations[u])
+        committed = committed_premises(states[u])
+        unit_locs = all_locs[u]
         final = {r["qid"]: list(r["witness_claims"]) for r in unit_locs}  # p^(0), kept when R = 0
-        for r in sorted(table_rows("lmad_positions", positions[u]), key=lambda r: r["round"]):
+        for r in sorted(all_positions[u], key=lambda r: r["round"]):
             final[r["qid"]][r["agent"]] = r["position"]  # the last round wins
         for r in unit_locs:
             locs.append(r)
@@ -304,42 +306,44 @@ def resolve(questions: list[str], localizations: list[str], positions: list[str]
         verdict, error = parse_verdict(c.text)
         judged.append({"qid": qid, "iteration": iteration, "verdict": verdict, "raw_output": c.text,
                        "parse_error": error, **call_columns(c)})
-    for u, unit_rows in enumerate(split_rows(len(us), owners, out)):
-        write_table("lmad_repairs", unit_rows, repairs[u], provenance)
-    for u, unit_rows in enumerate(split_rows(len(us), asked_owners, judged)):
-        write_table("lmad_relations", unit_rows, relations[u], provenance)
+    us.write("lmad_repairs", split_rows(len(us), owners, out), repairs, provenance)
+    us.write("lmad_relations", split_rows(len(us), asked_owners, judged), relations, provenance)
     truncated = sum(c.finish_reason == "length" for c in completions)
     log.info("iteration %d: %d repairs proposed over %d units (%d truncated), %d relation checks; %s", iteration,
              len(out), len(us), truncated, len(judged), cache_stats(backend))
 
 
-def commit(questions: list[str], samples: list[str], repairs: list[str], relations: list[str], commits: list[str],
-           next_state: list[str], units: list, iteration: int, iterations: int, min_quote_words: int,
+def commit(questions: list[str], samples: list[str], repairs: str, relations: str, commits: str,
+           next_state: str, units: list, iteration: int, iterations: int, min_quote_words: int,
            relation: str, provenance: dict, guard_last_iteration: bool = True,
-           state: list[str] | None = None) -> None:
+           state: str | None = None) -> None:
     """Commit guard and state transition for every active question of every unit;
     stopped ones pass through. ``relation``: which subject/relation check the strict
     policy requires (``model`` or ``lexical``; both are recorded)."""
-    us = Units(units, questions, samples=samples, repairs=repairs, relations=relations, commits=commits,
-                next_state=next_state, state=state)
+    us = Units(units, questions, samples=samples)
     skipped = controller.skips_auxiliary(iteration, iterations, guard_last_iteration)
+    entering, unit_repairs = us.rows("lmad_state", state), us.rows("lmad_repairs", repairs)
+    unit_relations = us.rows("lmad_relations", relations)
+    decided, after = [], []
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
-        verdicts = {r["qid"]: r["verdict"] for r in table_rows("lmad_relations", relations[u])}
+        verdicts = {r["qid"]: r["verdict"] for r in unit_relations[u]}
         decisions, states = _commit_unit(qs, registered_method(method).policy, table_rows("samples", samples[u]),
-                                         table_rows("lmad_repairs", repairs[u]), verdicts, unit_path(state, u), iteration,
-                                         iterations, min_quote_words, relation, skipped)
-        write_table("lmad_commits", decisions, commits[u], provenance)
-        write_table("lmad_state", states, next_state[u], provenance)
+                                         unit_repairs[u], verdicts, entering[u], iteration, iterations,
+                                         min_quote_words, relation, skipped)
+        decided.append(decisions)
+        after.append(states)
         outcomes = Counter(d["stop_reason"] or "continues" for d in decisions)
         log.info("iteration %d, %s on %s: %s", iteration, method, us.names[u][0], dict(sorted(outcomes.items())))
+    us.write("lmad_commits", decided, commits, provenance)
+    us.write("lmad_state", after, next_state, provenance)
 
 
-def resolve_and_commit(questions: list[str], samples: list[str], localizations: list[str], positions: list[str],
-                       prompt: str, relation_prompt: str, repairs: list[str], relations: list[str], commits: list[str],
-                       next_state: list[str], units: list, model: dict, cache_dir: str, iteration: int,
+def resolve_and_commit(questions: list[str], samples: list[str], localizations: str, positions: str,
+                       prompt: str, relation_prompt: str, repairs: str, relations: str, commits: str,
+                       next_state: str, units: list, model: dict, cache_dir: str, iteration: int,
                        iterations: int, max_tokens: int, min_quote_words: int, relation: str, provenance: dict,
-                       guard_last_iteration: bool = True, state: list[str] | None = None) -> None:
+                       guard_last_iteration: bool = True, state: str | None = None) -> None:
     """The ``lmad_resolve`` job: ``resolve``, then ``commit`` on what it wrote. One job, as
     the guarded resolver commits its own repair: a separate commit job was one more process
     per iteration on the run's longest path (the LMAD chain), for a step with no model call."""
@@ -353,7 +357,7 @@ def resolve_and_commit(questions: list[str], samples: list[str], localizations: 
 
 
 def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict], verdicts: dict[str, str],
-                 state: str | None, iteration: int, iterations: int, min_quote_words: int, relation: str,
+                 state: list[dict] | None, iteration: int, iterations: int, min_quote_words: int, relation: str,
                  skipped: bool) -> tuple[list[dict], list[dict]]:
     answers = {qid: [r["answer"] for r in rows] for qid, rows in rows_by_qid(samples).items()}
     proposed = {r["qid"]: r for r in repairs}
@@ -382,63 +386,67 @@ def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict]
     return decisions, states
 
 
+#: lmad_predict's per-iteration tables: (argument, table) of the generations, then of the iteration files
+_ITERATION_TABLES = [("chains", "lmad_chains"), ("localizations", "lmad_localizations"),
+                     ("positions", "lmad_positions"), ("repairs", "lmad_repairs"), ("relations", "lmad_relations"),
+                     ("commits", "lmad_commits")]
+
+
 def predict(questions: str, final_state: str, samples: list[str], chains: list[str], localizations: list[str],
             positions: list[str], repairs: list[str], relations: list[str], commits: list[str], predictions: str,
-            trace: str, method: str, provenance: dict) -> None:
-    """Final answers, costed over every call the method made for a question (the shared
-    proposals included), and the trace: one row per question per iteration it was active."""
-    qs = questions_by_qid(questions)
-    per_iteration = [
-        {"samples": table_rows("samples", g), "chains": table_rows("lmad_chains", e),
-         "localizations": table_rows("lmad_localizations", lo), "positions": table_rows("lmad_positions", d),
-         "repairs": table_rows("lmad_repairs", r), "relations": table_rows("lmad_relations", rel),
-         "commits": table_rows("lmad_commits", c)}
-        for g, e, lo, d, r, rel, c in zip(samples, chains, localizations, positions, repairs, relations, commits,
-                                          strict=True)
-    ]
-    rows = build_trace(qs, method, per_iteration)
-    write_table("lmad_trace", rows, trace, provenance)
-    write_table("predictions", lmad_prediction_rows(qs, method, table_rows("lmad_state", final_state), rows),
-                predictions, provenance)
-    log.info("%s: %d predictions over %d iterations", method, len(qs), len(per_iteration))
+            trace: str, method: str, provenance: dict, dataset: str) -> None:
+    """Final answers of one (``dataset``, ``method``) unit, costed over every call the method made
+    for a question (the shared proposals included), and the trace: one row per question per
+    iteration it was active. ``samples``: the unit's generations of every iteration; the other
+    lists: each iteration's file of every unit."""
+    iteration_files = {"chains": chains, "localizations": localizations, "positions": positions, "repairs": repairs,
+                       "relations": relations, "commits": commits}
+    predict_units(questions=[questions], final_state=final_state, samples=samples, **iteration_files,
+                  predictions=[predictions], trace=[trace], units=[(dataset, method)], provenance=provenance)
 
 
-def predict_datasets(questions: list[str], final_state: list[str], samples: list[str], chains: list[str],
-                     localizations: list[str], positions: list[str], repairs: list[str], relations: list[str],
-                     commits: list[str], predictions: list[str], trace: list[str], method: str,
-                     units: list[tuple[str, str]], provenance: dict) -> None:
-    """``predict`` for every dataset of one method; each per-iteration
-    list holds every iteration of the first dataset, then of the next."""
+def predict_units(questions: list[str], final_state: str, samples: list[str], chains: list[str],
+                  localizations: list[str], positions: list[str], repairs: list[str], relations: list[str],
+                  commits: list[str], predictions: list[str], trace: list[str], units: list,
+                  provenance: dict) -> None:
+    """``predict`` for several (dataset, method) units, ``questions``, ``predictions`` and ``trace``
+    aligned with them; ``samples`` holds every iteration of the first unit, then of the next.
+    Each iteration file is read once for all units."""
+    units = [tuple(u) for u in units]
     n = len(units)
-    check_aligned("lmad_predict", n, questions=questions, final_state=final_state, predictions=predictions,
-                  trace=trace)
-    check_unit_paths("lmad_predict", units, questions=questions, final_state=final_state, predictions=predictions,
-                     trace=trace)
-    tables = {"samples": samples, "chains": chains, "localizations": localizations, "positions": positions,
-              "repairs": repairs, "relations": relations, "commits": commits}
-    tables = {name: per_unit("lmad_predict", n, paths) for name, paths in tables.items()}
-    for name, lists in tables.items():
-        for k, paths in enumerate(zip(*lists)):
-            check_unit_paths("lmad_predict", units, **{f"{name} iteration {k}": list(paths)})
-    for u in range(n):
-        predict(questions[u], final_state[u], **{name: lists[u] for name, lists in tables.items()},
-                predictions=predictions[u], trace=trace[u], method=method, provenance=provenance)
+    check_aligned("lmad_predict", n, questions=questions, predictions=predictions, trace=trace)
+    check_unit_paths("lmad_predict", units, questions=questions, predictions=predictions, trace=trace)
+    unit_samples = per_unit("lmad_predict", n, samples)
+    for k, paths in enumerate(zip(*unit_samples)):
+        check_unit_paths("lmad_predict", units, **{f"samples iteration {k}": list(paths)})
+    files = {"chains": chains, "localizations": localizations, "positions": positions, "repairs": repairs,
+             "relations": relations, "commits": commits}
+    if any(len(paths) != len(unit_samples[0]) for paths in files.values()):
+        raise ValueError(f"lmad_predict: iteration files {({k: len(v) for k, v in files.items()})} for "
+                         f"{len(unit_samples[0])} iterations of generations")
+    # per table, per iteration, per unit
+    rows = {arg: [read_units(table, path, units) for path in files[arg]] for arg, table in _ITERATION_TABLES}
+    final = read_units("lmad_state", final_state, units)
+    for u, (dataset, method) in enumerate(units):
+        qs = questions_by_qid(questions[u])
+        per_iteration = [{"samples": table_rows("samples", g), **{arg: rows[arg][k][u] for arg, _ in _ITERATION_TABLES}}
+                         for k, g in enumerate(unit_samples[u])]
+        trace_rows = build_trace(qs, method, per_iteration)
+        write_table("lmad_trace", trace_rows, trace[u], provenance)
+        write_table("predictions", lmad_prediction_rows(qs, method, final[u], trace_rows), predictions[u], provenance)
+        log.info("%s on %s: %d predictions over %d iterations", method, dataset, len(qs), len(per_iteration))
 
 
-def predict_methods(questions: list[str], final_state: list[str], samples: list[str], chains: list[str],
+def predict_methods(questions: list[str], final_state: str, samples: list[str], chains: list[str],
                     localizations: list[str], positions: list[str], repairs: list[str], relations: list[str],
                     commits: list[str], predictions: list[str], trace: list[str], methods: list[str],
                     units: list[tuple[str, str]], provenance: dict) -> None:
-    """Rule ``lmad_predict``: ``predict_datasets`` for every LMAD method of the run in one job
-    (their chain ends in the same job, so they are ready together). ``questions`` has one entry
-    per dataset; every other list holds the first method's entries (as ``predict_datasets``
-    takes them), then the next method's."""
-    lists = {"final_state": final_state, "samples": samples, "chains": chains, "localizations": localizations,
-             "positions": positions, "repairs": repairs, "relations": relations, "commits": commits,
-             "predictions": predictions, "trace": trace, "units": units}
-    m = max(len(methods), 1)  # every method has the same iterations: equal shares (checked)
-    split = {name: by_method("lmad_predict", methods, [len(paths) // m] * len(methods), paths)
-             for name, paths in lists.items()}
-    for i, method in enumerate(methods):
-        predict_datasets(questions, **{name: parts[i] for name, parts in split.items()}, method=method,
-                         provenance=provenance)
+    """Rule ``lmad_predict``: ``predict_units`` for every (dataset, LMAD method) unit of the run in
+    one job (their chain ends in the same job, so they are ready together). ``questions`` has one
+    entry per dataset; ``units``, ``predictions``, ``trace`` and the generations run method after
+    method, each over the datasets; the other lists hold one file per iteration."""
+    if len({m for _, m in units}) != len(methods) or len(units) != len(methods) * len(questions):
+        raise ValueError(f"lmad_predict: units {units} are not methods {methods} x {len(questions)} datasets")
+    predict_units(questions=questions * len(methods), final_state=final_state, samples=samples, chains=chains,
+                  localizations=localizations, positions=positions, repairs=repairs, relations=relations,
+                  commits=commits, predictions=predictions, trace=trace, units=units, provenance=provenance)

@@ -23,7 +23,7 @@ from lmad.studies.disagreement.pushback import (battery_note, build_battery, pus
 from lmad.studies.disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
 from lmad.prompts import load_prompt
 from lmad.registry import method as registered_method
-from lmad.schemas import read_table, write_table
+from lmad.schemas import KEYS, read_table, write_table
 from lmad.solver import derive_seed
 from lmad.societies import member_prompt
 from lmad.tones import tone_role
@@ -68,14 +68,27 @@ def _stances(rows: list[dict], summary: dict) -> list[str]:
     return lines
 
 
+def _iteration_rows(table: str, paths: list[str]) -> dict[tuple, list[dict]]:
+    """(dataset, method, iteration) -> its rows of LMAD iteration files (one file of every unit per
+    iteration: lmad.layout.lmad_iteration; the key columns name each row's unit)."""
+    out: dict[tuple, list[dict]] = defaultdict(list)
+    for path in paths:
+        k = layout.parse(path).iteration
+        frame = read_table(table, path, keys=True)
+        columns = [c for c in frame.columns if c not in KEYS]
+        for (dataset, method), part in frame.partition_by(["dataset", "method"], as_dict=True,
+                                                          maintain_order=True).items():
+            out[(dataset, method, k)] += part[columns].to_dicts()
+    return out
+
+
 def _lmad_tables(localizations: list[str], positions: list[str]) -> dict[tuple, dict]:
-    """(dataset, method, iteration) -> its localization and position rows (each path names them)."""
+    """(dataset, method, iteration) -> its localization and position rows."""
     out: dict[tuple, dict] = defaultdict(lambda: {"localizations": [], "positions": []})
     for kind, table, paths in (("localizations", "lmad_localizations", localizations),
                                ("positions", "lmad_positions", positions)):
-        for path in paths:
-            where = layout.parse(path)
-            out[(where.dataset, where.method, where.iteration)][kind] += read_table(table, path).to_dicts()
+        for unit, rows in _iteration_rows(table, paths).items():
+            out[unit][kind] += rows
     return out
 
 
@@ -140,11 +153,8 @@ def lmad_self_report(questions: list[str], localizations: list[str], positions: 
     qs = {}
     for path in questions:
         qs.update({q["qid"]: q for q in read_table("questions", path).to_dicts()})
-    committed = {}
-    for path in states or []:
-        where = layout.parse(path)
-        committed[(where.dataset, where.method, where.iteration + 1)] = {
-            s["qid"]: s["committed"] for s in read_table("lmad_state", path).to_dicts()}
+    committed = {(dataset, method, k + 1): {s["qid"]: s["committed"] for s in rows}
+                 for (dataset, method, k), rows in _iteration_rows("lmad_state", states or []).items()}
     debater, asked = load_prompt(prompt), load_prompt(prompt_self_report)
     tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
     jobs, weights, society, agent_of = [], JobWeights(model, cache_dir, lambda spec, cache: open_backend(spec, cache)), \
