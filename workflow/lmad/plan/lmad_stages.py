@@ -35,7 +35,7 @@ class LmadPlan:
         """The shard of a stage job of a sharded run ("{shard}" in a rule pattern); None unsharded."""
         if self.plan.shards == 1:
             return None
-        return "{shard}" if wildcards is None else wildcards.shard
+        return "{shard}" if wildcards is None else getattr(wildcards, "shard", None)  # as plan.job_datasets
 
     def log(self, stage: str, folder: str = "logs", ext: str = "log") -> str:
         return self.plan.job_log("lmad", f"iter{{iteration}}/{stage}", folder, ext)
