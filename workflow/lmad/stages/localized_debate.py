@@ -386,10 +386,9 @@ def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict]
     return decisions, states
 
 
-#: lmad_predict's per-iteration tables: (argument, table) of the generations, then of the iteration files
-_ITERATION_TABLES = [("chains", "lmad_chains"), ("localizations", "lmad_localizations"),
-                     ("positions", "lmad_positions"), ("repairs", "lmad_repairs"), ("relations", "lmad_relations"),
-                     ("commits", "lmad_commits")]
+#: lmad_predict's iteration files (one of every unit per iteration): argument -> table
+_ITERATION_TABLES = {"chains": "lmad_chains", "localizations": "lmad_localizations", "positions": "lmad_positions",
+                     "repairs": "lmad_repairs", "relations": "lmad_relations", "commits": "lmad_commits"}
 
 
 def predict(questions: str, final_state: str, samples: list[str], chains: list[str], localizations: list[str],
@@ -399,10 +398,10 @@ def predict(questions: str, final_state: str, samples: list[str], chains: list[s
     for a question (the shared proposals included), and the trace: one row per question per
     iteration it was active. ``samples``: the unit's generations of every iteration; the other
     lists: each iteration's file of every unit."""
-    iteration_files = {"chains": chains, "localizations": localizations, "positions": positions, "repairs": repairs,
-                       "relations": relations, "commits": commits}
-    predict_units(questions=[questions], final_state=final_state, samples=samples, **iteration_files,
-                  predictions=[predictions], trace=[trace], units=[(dataset, method)], provenance=provenance)
+    predict_units(questions=[questions], final_state=final_state, samples=samples, chains=chains,
+                  localizations=localizations, positions=positions, repairs=repairs, relations=relations,
+                  commits=commits, predictions=[predictions], trace=[trace], units=[(dataset, method)],
+                  provenance=provenance)
 
 
 def predict_units(questions: list[str], final_state: str, samples: list[str], chains: list[str],
@@ -425,11 +424,11 @@ def predict_units(questions: list[str], final_state: str, samples: list[str], ch
         raise ValueError(f"lmad_predict: iteration files {({k: len(v) for k, v in files.items()})} for "
                          f"{len(unit_samples[0])} iterations of generations")
     # per table, per iteration, per unit
-    rows = {arg: [read_units(table, path, units) for path in files[arg]] for arg, table in _ITERATION_TABLES}
+    rows = {arg: [read_units(_ITERATION_TABLES[arg], path, units) for path in paths] for arg, paths in files.items()}
     final = read_units("lmad_state", final_state, units)
     for u, (dataset, method) in enumerate(units):
         qs = questions_by_qid(questions[u])
-        per_iteration = [{"samples": table_rows("samples", g), **{arg: rows[arg][k][u] for arg, _ in _ITERATION_TABLES}}
+        per_iteration = [{"samples": table_rows("samples", g), **{arg: rows[arg][k][u] for arg in files}}
                          for k, g in enumerate(unit_samples[u])]
         trace_rows = build_trace(qs, method, per_iteration)
         write_table("lmad_trace", trace_rows, trace[u], provenance)

@@ -23,7 +23,7 @@ from lmad.studies.disagreement.pushback import (battery_note, build_battery, pus
 from lmad.studies.disagreement.tables import COLUMNS, disagreement_markdown, disagreement_rows, figure
 from lmad.prompts import load_prompt
 from lmad.registry import method as registered_method
-from lmad.schemas import KEYS, read_table, write_table
+from lmad.schemas import read_table, rows_by_unit, write_table
 from lmad.solver import derive_seed
 from lmad.societies import member_prompt
 from lmad.tones import tone_role
@@ -74,11 +74,8 @@ def _iteration_rows(table: str, paths: list[str]) -> dict[tuple, list[dict]]:
     out: dict[tuple, list[dict]] = defaultdict(list)
     for path in paths:
         k = layout.parse(path).iteration
-        frame = read_table(table, path, keys=True)
-        columns = [c for c in frame.columns if c not in KEYS]
-        for (dataset, method), part in frame.partition_by(["dataset", "method"], as_dict=True,
-                                                          maintain_order=True).items():
-            out[(dataset, method, k)] += part[columns].to_dicts()
+        for (dataset, method), rows in rows_by_unit(table, path).items():
+            out[(dataset, method, k)] += rows
     return out
 
 
