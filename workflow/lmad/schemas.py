@@ -517,14 +517,19 @@ def write_units(name: str, parts: list[tuple[str, str, Any]], path: str | os.Pat
     _write(name, frame, path, provenance)
 
 
-def rows_by_unit(name: str, path: str | os.PathLike) -> dict[tuple[str, str], list[dict]]:
-    """{(dataset, method): its rows} of a file ``write_units`` wrote, as dicts of the declared columns."""
+def frames_by_unit(name: str, path: str | os.PathLike) -> dict[tuple[str, str], pl.DataFrame]:
+    """{(dataset, method): its rows} of a file ``write_units`` wrote, as frames of the declared columns."""
     schema, _ = _table_spec(name)
     frame = read_table(name, path, keys=True)
     if not frame.height:
         return {}
-    return {unit: part[schema.names()].to_dicts()
+    return {unit: part[schema.names()]
             for unit, part in frame.partition_by(["dataset", "method"], as_dict=True, maintain_order=True).items()}
+
+
+def rows_by_unit(name: str, path: str | os.PathLike) -> dict[tuple[str, str], list[dict]]:
+    """``frames_by_unit``'s rows as dicts."""
+    return {unit: part.to_dicts() for unit, part in frames_by_unit(name, path).items()}
 
 
 def read_units(name: str, path: str | os.PathLike, units: list[tuple[str, str]]) -> list[list[dict]]:
@@ -532,6 +537,13 @@ def read_units(name: str, path: str | os.PathLike, units: list[tuple[str, str]])
     without rows gets an empty list."""
     by_unit = rows_by_unit(name, path)
     return [by_unit.get((layout.configured_dataset(d), m), []) for d, m in units]
+
+
+def read_unit_frames(name: str, path: str | os.PathLike, units: list[tuple[str, str]]) -> list[pl.DataFrame]:
+    """``read_units`` as frames: a unit without rows gets an empty frame of the table's columns."""
+    by_unit = frames_by_unit(name, path)
+    empty = pl.DataFrame(schema=_table_spec(name)[0])
+    return [by_unit.get((layout.configured_dataset(d), m), empty) for d, m in units]
 
 
 def read_table(name: str, path: str | os.PathLike, keys: bool = False) -> pl.DataFrame:

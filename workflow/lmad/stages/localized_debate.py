@@ -53,12 +53,12 @@ from ..protocols.localized_debate.relation_check import parse_verdict, relation_
 from ..protocols.localized_debate.resolve import parse_repair, resolution_request
 from ..protocols.localized_debate.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
-from ..schemas import read_units, write_table
+from ..schemas import read_table, read_unit_frames, read_units, write_table
 from ..answers import reading_of
 from ..solver import derive_seed, sample_rows, solver_request
 from ..tones import tone_role
 from .society_agents import JobWeights, SocietyFile
-from .lmad_inputs import Units, cache_stats, committed_premises, entering_state, questions_by_qid, rows_by_qid, table_rows
+from .lmad_inputs import Units, cache_stats, committed_premises, entering_state, rows_by_qid, table_rows
 from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
@@ -424,16 +424,18 @@ def predict_units(questions: list[str], final_state: str, samples: list[str], ch
         raise ValueError(f"lmad_predict: iteration files {({k: len(v) for k, v in files.items()})} for "
                          f"{len(unit_samples[0])} iterations of generations")
     # per table, per iteration, per unit
-    rows = {arg: [read_units(_ITERATION_TABLES[arg], path, units) for path in paths] for arg, paths in files.items()}
+    frames = {arg: [read_unit_frames(_ITERATION_TABLES[arg], path, units) for path in paths]
+              for arg, paths in files.items()}
     final = read_units("lmad_state", final_state, units)
     for u, (dataset, method) in enumerate(units):
-        qs = questions_by_qid(questions[u])
-        per_iteration = [{"samples": table_rows("samples", g), **{arg: rows[arg][k][u] for arg in files}}
+        qs = read_table("questions", questions[u])
+        datasets = dict(zip(qs["qid"].to_list(), qs["dataset"].to_list()))
+        per_iteration = [{"samples": read_table("samples", g), **{arg: frames[arg][k][u] for arg in files}}
                          for k, g in enumerate(unit_samples[u])]
-        trace_rows = build_trace(qs, method, per_iteration)
-        write_table("lmad_trace", trace_rows, trace[u], provenance)
-        write_table("predictions", lmad_prediction_rows(qs, method, final[u], trace_rows), predictions[u], provenance)
-        log.info("%s on %s: %d predictions over %d iterations", method, dataset, len(qs), len(per_iteration))
+        trace_frame = write_table("lmad_trace", build_trace(datasets, method, per_iteration), trace[u], provenance)
+        write_table("predictions", lmad_prediction_rows(datasets, method, final[u], trace_frame), predictions[u],
+                    provenance)
+        log.info("%s on %s: %d predictions over %d iterations", method, dataset, len(datasets), len(per_iteration))
 
 
 def predict_methods(questions: list[str], final_state: str, samples: list[str], chains: list[str],

@@ -9,92 +9,133 @@ for that question in that iteration; a question's prediction carries the sum.
 Accounting identity, checked on every run: every call row of an iteration belongs to a
 question that has a commit decision in that iteration, so the trace's calls add up to
 all the calls in the stage tables.
+
+Built as polars joins of the stage frames: the nested values (chains, checks, call logs) pass
+from the tables read to the trace written without becoming Python objects, which cost most of
+``lmad_predict``, the job that runs alone after a run's LMAD chain.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+import polars as pl
 
-from ...call_accounting import COST_COLUMNS, cost_per_question
+from ...call_accounting import COST_COLUMNS
+from ...schemas import TABLES
 
 # stage table → the role of its calls
 CALL_TABLES = {"samples": "solver", "chains": "extractor", "localizations": "localizer", "positions": "debater",
                "repairs": "resolver", "relations": "relation"}
 
-
-def _calls(tables: dict[str, list[dict]], name: str) -> list[dict]:
-    """A stage table's rows that stand for a model call: graph LMAD localizes without one ("skipped")."""
-    return [r for r in tables.get(name, []) if r["finish_reason"] != "skipped"]
+_TRACE = TABLES["lmad_trace"][0]
+_CALL = _TRACE["call_log"].inner
 
 
-def iteration_cost(tables: dict[str, list[dict]]) -> tuple[dict[str, dict[str, int]], dict[str, list[dict]]]:
-    """Per question: summed cost, and the call log (role, agent, finish reason, tokens)."""
-    log: dict[str, list[dict]] = defaultdict(list)
+def _empty_list(column: str) -> pl.Expr:
+    return pl.lit(pl.Series([[]], dtype=_TRACE[column]))
+
+
+def _or_empty(column: str) -> pl.Expr:
+    return pl.col(column).fill_null(_empty_list(column))
+
+
+def _calls(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Every call row, by iteration (``_k``) and question, in table then file order (graph LMAD
+    localizes without a call: "skipped" rows are not calls)."""
+    parts = [pl.DataFrame(schema={"_k": pl.Int64, "qid": pl.String, "call": _CALL})]
     for name, role in CALL_TABLES.items():
-        for r in _calls(tables, name):
-            log[r["qid"]].append({"role": role, "agent": r.get("agent", -1), "finish_reason": r["finish_reason"],
-                                  "prompt_tokens": r["prompt_tokens"], "completion_tokens": r["completion_tokens"]})
-    return cost_per_question(r for name in CALL_TABLES for r in _calls(tables, name)), log
+        t = tables[name]
+        agent = pl.col("agent").cast(pl.Int64) if "agent" in t.columns else pl.lit(-1, dtype=pl.Int64)
+        parts.append(t.filter(pl.col("finish_reason") != "skipped").select(
+            "_k", "qid", pl.struct(pl.lit(role).alias("role"), agent.alias("agent"), "finish_reason",
+                                   "prompt_tokens", "completion_tokens").alias("call")))
+    return pl.concat(parts, how="vertical")
 
 
-def build_trace(questions: dict[str, dict], method: str, per_iteration: list[dict[str, list[dict]]]) -> list[dict]:
-    """``per_iteration[k]`` holds iteration k's rows of samples, chains, localizations,
-    positions, repairs, relations and commits."""
-    rows = []
-    committed_before: dict[str, list[str]] = defaultdict(list)
-    for k, t in enumerate(per_iteration):
-        cost, call_log = iteration_cost(t)
-        decided = {c["qid"] for c in t["commits"]}
-        stray = sorted(set(cost) - decided)
-        if stray:
-            raise ValueError(f"iteration {k}: calls for questions without a commit decision: {stray[:5]}")
-        chains: dict[str, list[dict]] = defaultdict(list)
-        for r in sorted(t["chains"], key=lambda r: r["agent"]):
-            chains[r["qid"]].append(r)
-        locs = {r["qid"]: r for r in t["localizations"]}
-        turns: dict[str, dict[int, dict[int, str]]] = defaultdict(lambda: defaultdict(dict))
-        for r in t["positions"]:
-            turns[r["qid"]][r["round"]][r["agent"]] = r["position"]
-        for c in sorted(t["commits"], key=lambda c: c["qid"]):
-            qid = c["qid"]
-            loc = locs.get(qid)
-            positions = []
-            if loc is not None:
-                positions = [list(loc["witness_claims"])] + [
-                    [by_agent[a] for a in sorted(by_agent)] for _, by_agent in sorted(turns[qid].items())]
-            rows.append({
-                "qid": qid, "dataset": questions[qid]["dataset"], "method": method, "iteration": k,
-                "committed_before": committed_before[qid], "answers": c["answers"], "agreed": c["agreed"],
-                "chains": [r["nodes"] for r in chains[qid]], "chain_fallbacks": [r["fallback"] for r in chains[qid]],
-                "conflict": loc["conflict"] if loc else None, "witness": loc["witness"] if loc else [],
-                "witness_fallback": loc["witness_fallback"] if loc else [], "segments": loc["segments"] if loc else [],
-                "positions": positions, "repair_nodes": c["repair_nodes"], "quotes": c["quotes"],
-                "checks": c["checks"], "admitted": c["admitted"], "committed_after": c["committed"],
-                "stop_reason": c["stop_reason"], "prediction": c["prediction"], **cost[qid],
-                "call_log": call_log[qid], "final_iteration": k == len(per_iteration) - 1,
-                # the graphs (graph LMAD; a chain method's premises are empty)
-                "premises": [r["premises"] or [] for r in chains[qid]],
-                "sources": [r["sources"] or [] for r in chains[qid]],
-                "graph_fallbacks": [r["graph_fallback"] or "" for r in chains[qid]],
-                "witnesses": (loc["witnesses"] or []) if loc else [],
-                "segment_indices": (loc["segment_indices"] or []) if loc else [],
-                "conflicts": (loc["conflicts"] or []) if loc else [],
-            })
-            committed_before[qid] = c["committed"]
-    return rows
+def _by_iteration(per_iteration: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+    """Each stage table of every iteration in one frame, its iteration as ``_k`` (one pipeline for
+    all iterations: each polars collect costs ~0.3 ms, a per-iteration pipeline dozens of them)."""
+    return {name: pl.concat([t[name].with_columns(pl.lit(k, dtype=pl.Int64).alias("_k"))
+                             for k, t in enumerate(per_iteration)], how="vertical")
+            for name in (*CALL_TABLES, "commits")}
 
 
-def lmad_prediction_rows(questions: dict[str, dict], method: str, final_state: list[dict], trace: list[dict]) -> list[dict]:
-    if {s["qid"] for s in final_state} != set(questions):
+def build_trace(datasets: dict[str, str], method: str, per_iteration: list[dict[str, pl.DataFrame]]) -> pl.DataFrame:
+    """The trace table of one unit (unsorted: write_table sorts it). ``per_iteration[k]`` holds
+    iteration k's frames of samples, chains, localizations, positions, repairs, relations and
+    commits; ``datasets``: each question's dataset."""
+    if not per_iteration:
+        return pl.DataFrame(schema=_TRACE)
+    t = _by_iteration(per_iteration)
+    keys = ["_k", "qid"]
+    commits, calls = t["commits"], _calls(t)
+    stray = calls.join(commits.select(keys), on=keys, how="anti").sort(keys)
+    if stray.height:
+        k = stray["_k"][0]
+        raise ValueError(f"iteration {k}: calls for questions without a commit decision: "
+                         f"{stray.filter(pl.col('_k') == k)['qid'].unique(maintain_order=True).to_list()[:5]}")
+    unknown = sorted(set(commits["qid"].to_list()) - set(datasets))
+    if unknown:
+        raise ValueError(f"commit decisions for questions not in the questions table: {unknown[:5]}")
+    cost = calls.group_by(keys, maintain_order=True).agg(
+        pl.len().cast(pl.Int64).alias("calls"),
+        pl.col("call").struct.field("prompt_tokens").sum().alias("prompt_tokens"),
+        pl.col("call").struct.field("completion_tokens").sum().alias("completion_tokens"),
+        pl.col("call").alias("call_log"))
+    # each question's chains in agent order (ties in file order)
+    chains = t["chains"].sort(["_k", "agent"], maintain_order=True).group_by(keys, maintain_order=True).agg(
+        pl.col("nodes").alias("chains"), pl.col("fallback").alias("chain_fallbacks"),
+        pl.col("premises").fill_null(pl.lit(pl.Series([[]], dtype=_TRACE["premises"].inner))).alias("premises"),
+        pl.col("sources").fill_null(pl.lit(pl.Series([[]], dtype=_TRACE["sources"].inner))).alias("sources"),
+        pl.col("graph_fallback").fill_null("").alias("graph_fallbacks"))
+    # a question's last localization row and last position of an agent in a round, as mappings keep
+    locs = t["localizations"].unique(keys, keep="last", maintain_order=True)
+    rounds = (t["positions"].unique([*keys, "round", "agent"], keep="last", maintain_order=True)
+              .sort([*keys, "round", "agent"])
+              .group_by([*keys, "round"], maintain_order=True).agg(pl.col("position"))
+              .group_by(keys, maintain_order=True).agg(pl.col("position").alias("rounds")))
+    # round 0 of the positions: the witness claims, as a list of one list
+    claims = locs.group_by(keys).agg(pl.col("witness_claims").alias("claims"))
+    located = (locs.select(*keys, "conflict", "witness", "witness_fallback", "segments", "witnesses",
+                           "segment_indices", "conflicts", pl.lit(True).alias("located"))
+               .join(claims, on=keys, how="left").join(rounds, on=keys, how="left"))
+    frame = (commits.join(located, on=keys, how="left").join(chains, on=keys, how="left")
+             .join(cost, on=keys, how="left"))
+    is_located = pl.col("located").fill_null(False)
+
+    def if_located(column: str, value: pl.Expr | None = None) -> pl.Expr:
+        value = pl.col(column) if value is None else value
+        return pl.when(is_located).then(value).otherwise(_empty_list(column)).alias(column)
+
+    positions = pl.concat_list(pl.col("claims"), pl.col("rounds").fill_null(_empty_list("positions")))
+    frame = frame.sort(keys, maintain_order=True).select(
+        "qid", pl.col("qid").replace_strict(datasets, return_dtype=pl.String).alias("dataset"),
+        pl.lit(method).alias("method"), pl.col("_k").alias("iteration"),
+        # the premises committed when the question was last decided (none before its first)
+        pl.when(pl.int_range(pl.len()).over("qid") == 0).then(_empty_list("committed_before"))
+        .otherwise(pl.col("committed").shift(1).over("qid")).alias("committed_before"),
+        "answers", "agreed", _or_empty("chains"), _or_empty("chain_fallbacks"), "conflict",
+        if_located("witness"), if_located("witness_fallback"), if_located("segments"), if_located("positions", positions),
+        "repair_nodes", "quotes", "checks", "admitted", pl.col("committed").alias("committed_after"),
+        "stop_reason", "prediction", *(pl.col(c).fill_null(0).cast(pl.Int64) for c in COST_COLUMNS),
+        _or_empty("call_log"), (pl.col("_k") == len(per_iteration) - 1).alias("final_iteration"),
+        _or_empty("premises"), _or_empty("sources"), _or_empty("graph_fallbacks"),
+        _or_empty("witnesses"), _or_empty("segment_indices"), _or_empty("conflicts"))
+    return frame
+
+
+def lmad_prediction_rows(datasets: dict[str, str], method: str, final_state: list[dict],
+                         trace: pl.DataFrame) -> list[dict]:
+    """One prediction per question of the final state, costed by the sum of its trace rows."""
+    if {s["qid"] for s in final_state} != set(datasets):
         raise ValueError("the final LMAD state does not cover exactly the questions")
-    totals: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COST_COLUMNS, 0))
-    for r in trace:
-        for key in COST_COLUMNS:
-            totals[r["qid"]][key] += r[key]
+    summed = trace.group_by("qid").agg(pl.col(c).sum() for c in COST_COLUMNS)
+    totals = {r["qid"]: {c: r[c] for c in COST_COLUMNS} for r in summed.iter_rows(named=True)}
+    zero = dict.fromkeys(COST_COLUMNS, 0)
     out = []
     for s in sorted(final_state, key=lambda s: s["qid"]):
         if s["active"] or s["stop_reason"] is None:
             raise ValueError(f"question {s['qid']} is still active after the last iteration")
-        out.append({"qid": s["qid"], "dataset": questions[s["qid"]]["dataset"], "method": method,
+        out.append({"qid": s["qid"], "dataset": datasets[s["qid"]], "method": method,
                     "prediction": s["prediction"], "prediction_norm": s["prediction_norm"],
-                    "stop_reason": s["stop_reason"], "stop_round": s["stop_iteration"], **totals[s["qid"]]})
+                    "stop_reason": s["stop_reason"], "stop_round": s["stop_iteration"],
+                    **totals.get(s["qid"], zero)})
     return out
