@@ -427,9 +427,11 @@ def predict_units(questions: list[str], final_state: str, samples: list[str], ch
     frames = {arg: [read_unit_frames(_ITERATION_TABLES[arg], path, units) for path in paths]
               for arg, paths in files.items()}
     final = read_units("lmad_state", final_state, units)
+    # each question's dataset, per questions table (a table serves every method of its dataset)
+    datasets_of = {path: dict(read_table("questions", path).select("qid", "dataset").iter_rows())
+                   for path in set(questions)}
     for u, (dataset, method) in enumerate(units):
-        qs = read_table("questions", questions[u])
-        datasets = dict(zip(qs["qid"].to_list(), qs["dataset"].to_list()))
+        datasets = datasets_of[questions[u]]
         per_iteration = [{"samples": read_table("samples", g), **{arg: frames[arg][k][u] for arg in files}}
                          for k, g in enumerate(unit_samples[u])]
         trace_frame = write_table("lmad_trace", build_trace(datasets, method, per_iteration), trace[u], provenance)

@@ -29,8 +29,13 @@ _TRACE = TABLES["lmad_trace"][0]
 _CALL = _TRACE["call_log"].inner
 
 
+def _empty(dtype: pl.DataType) -> pl.Expr:
+    """An empty list of list type ``dtype``, as a literal to fill nulls with."""
+    return pl.lit(pl.Series([[]], dtype=dtype))
+
+
 def _empty_list(column: str) -> pl.Expr:
-    return pl.lit(pl.Series([[]], dtype=_TRACE[column]))
+    return _empty(_TRACE[column])
 
 
 def _or_empty(column: str) -> pl.Expr:
@@ -83,8 +88,8 @@ def build_trace(datasets: dict[str, str], method: str, per_iteration: list[dict[
     # each question's chains in agent order (ties in file order)
     chains = t["chains"].sort(["_k", "agent"], maintain_order=True).group_by(keys, maintain_order=True).agg(
         pl.col("nodes").alias("chains"), pl.col("fallback").alias("chain_fallbacks"),
-        pl.col("premises").fill_null(pl.lit(pl.Series([[]], dtype=_TRACE["premises"].inner))).alias("premises"),
-        pl.col("sources").fill_null(pl.lit(pl.Series([[]], dtype=_TRACE["sources"].inner))).alias("sources"),
+        pl.col("premises").fill_null(_empty(_TRACE["premises"].inner)),
+        pl.col("sources").fill_null(_empty(_TRACE["sources"].inner)),
         pl.col("graph_fallback").fill_null("").alias("graph_fallbacks"))
     # a question's last localization row and last position of an agent in a round, as mappings keep
     locs = t["localizations"].unique(keys, keep="last", maintain_order=True)
