@@ -12,6 +12,7 @@ raises on model text, and extraction names the form that matched so that fallbac
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence as SequenceABC
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -130,11 +131,23 @@ def type_of(question: Mapping) -> str:
 
 
 def reading_of(question: Mapping) -> Reading:
-    """The :class:`Reading` of a ``questions`` row."""
+    """The :class:`Reading` of a ``questions`` row. Readings are immutable and made once per
+    distinct question text or option list: a stage asks for one per call (a third of a million
+    at 4 x 500 questions, L = 10), and a span question's yes/no test is a regex match."""
     kind = type_of(question)
     if kind == "span":
-        return Reading(kind, span.is_yes_no_question(question.get("question") or "", question.get("benchmark") or ""))
-    return Reading(kind, kind == "yes_no", tuple(str(c) for c in question.get("choices") or ()))
+        return _span_reading(question.get("question") or "", question.get("benchmark") or "")
+    return _reading(kind, tuple(str(c) for c in question.get("choices") or ()))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _span_reading(text: str, benchmark: str) -> Reading:
+    return Reading("span", span.is_yes_no_question(text, benchmark))
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _reading(kind: str, choices: tuple[str, ...]) -> Reading:
+    return Reading(kind, kind == "yes_no", choices)
 
 
 def key_of(answer, question: Mapping) -> str:

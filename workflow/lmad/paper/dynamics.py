@@ -58,6 +58,9 @@ def correctness_by_round(golds: dict, paths: list[str]) -> dict[str, list[tuple[
     ``golds``: {(dataset, qid): ``answers.Gold``}."""
     dataset = layout.parse(paths[0]).dataset
     em: dict[tuple[str, str], int] = {}  # (answer, qid) -> correct: agents and rounds repeat answers
+    # (qid, answers) -> (flags, majority): a question whose agents repeat their answers (a converged
+    # debate, an agent that holds its position) is voted on once, not every round
+    scored: dict[tuple[str, tuple[str, ...]], tuple[list[int], int]] = {}
     last: dict[str, tuple[list[int], int]] = {}  # a question that stopped keeps its last round's
     out: dict[str, list] = {}
 
@@ -66,10 +69,16 @@ def correctness_by_round(golds: dict, paths: list[str]) -> dict[str, list[tuple[
             em[(answer, qid)] = int(gold_correct(answer, golds[(dataset, qid)]))
         return em[(answer, qid)]
 
+    def score(qid: str, answers: tuple[str, ...]) -> tuple[list[int], int]:
+        if (qid, answers) not in scored:
+            winner, info = majority_vote(answers, golds[(dataset, qid)].answer_type)
+            scored[(qid, answers)] = ([correct(a or "", qid) for a in answers],
+                                      int(info["strict_majority"] and correct(winner, qid)))
+        return scored[(qid, answers)]
+
     for path in paths:
         for qid, answers in answers_by_qid(path).items():
-            winner, info = majority_vote(answers, golds[(dataset, qid)].answer_type)
-            last[qid] = ([correct(a or "", qid) for a in answers], int(info["strict_majority"] and correct(winner, qid)))
+            last[qid] = score(qid, tuple(answers))
         for qid, (flags, majority) in last.items():
             out.setdefault(qid, []).append((list(flags), majority))
     n = len(paths)
