@@ -129,10 +129,13 @@ def validate_judge(battery: KnownAnswerBattery, questions: list[str], prompt: st
 
 
 def _judged(qs: dict, preds: list[dict], replies: dict, judge_model: str) -> list[dict]:
-    rows = []
+    rows, golds = [], {}  # a question's Gold once, not once per method that answered it
     for p in preds:
         q = qs[p["qid"]]
-        gold, reply = gold_of(q), replies.get(id(p))
+        gold = golds.get(p["qid"])
+        if gold is None:
+            gold = golds[p["qid"]] = gold_of(q)
+        reply = replies.get(id(p))
         em, f1 = get(gold.answer_type).score(p["prediction"], gold.answers, gold.rules)
         if rule_scored(q):  # EM and F1 are the rule's accuracy; opinion questions have no gold
             correct = None if em is None else em > 0

@@ -58,7 +58,7 @@ from ..answers import reading_of
 from ..solver import derive_seed, sample_rows, solver_request
 from ..tones import tone_role
 from .society_agents import JobWeights, SocietyFile
-from .lmad_inputs import Units, cache_stats, committed_premises, entering_state, rows_by_qid, table_rows
+from .lmad_inputs import Units, cache_stats, entering_state, rows_by_qid, table_rows
 from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
@@ -192,11 +192,11 @@ def localize(questions: list[str], chains: str, prompt: str, localizations: str,
     (``graph_localize``: up to ``max_conflicts`` minimal conflicts, claims aligned at
     ``align_jaccard``); its row's call columns read "skipped", which the trace does not count."""
     us = Units(units, questions)
-    states, unit_chains = us.rows("lmad_state", state), us.rows("lmad_chains", chains)
+    held, unit_chains = us.committed(state), us.rows("lmad_chains", chains)
     localizer = load_prompt(prompt)
     groups, owners, requests, out = [], [], [], []
     for u, qs in enumerate(us.questions):
-        committed = committed_premises(states[u])
+        committed = held[u]
         dag = _is_dag(us.names[u][1])
         for qid, rows in rows_by_qid(unit_chains[u]).items():
             owners.append(u)
@@ -233,12 +233,12 @@ def debate(questions: list[str], localizations: str, prompt: str, positions: str
     ``prompt_tone_<tone>`` instruction files of the toned methods among the units (lmad.tones);
     ``members``: the society file, whose members are a society unit's debaters."""
     us = Units(units, questions)
-    states, unit_locs = us.rows("lmad_state", state), us.rows("lmad_localizations", localizations)
+    held, unit_locs = us.committed(state), us.rows("lmad_localizations", localizations)
     society, weights = SocietyFile(members), JobWeights(model, cache_dir, _open)
     tones = {role.removeprefix("prompt_"): load_prompt(path).user for role, path in tone_prompts.items()}
     items, owners = [], []
     for u, qs in enumerate(us.questions):
-        committed = committed_premises(states[u])
+        committed = held[u]
         role = tone_role(registered_method(us.names[u][1]).tone)
         if role and role not in tones:
             raise ValueError(f"lmad debate: unit {us.names[u]} needs the {role} prompt file")
@@ -271,12 +271,12 @@ def resolve(questions: list[str], localizations: str, positions: str, prompt: st
     question's subject and relation (the guard's ``relation_model`` check, recorded
     whatever the policy)."""
     us = Units(units, questions)
-    states = us.rows("lmad_state", state)
+    held = us.committed(state)
     all_locs, all_positions = us.rows("lmad_localizations", localizations), us.rows("lmad_positions", positions)
     resolver = load_prompt(prompt)
     locs, owners, requests = [], [], []
     for u, qs in enumerate(us.questions):
-        committed = committed_premises(states[u])
+        committed = held[u]
         unit_locs = all_locs[u]
         final = {r["qid"]: list(r["witness_claims"]) for r in unit_locs}  # p^(0), kept when R = 0
         for r in sorted(all_positions[u], key=lambda r: r["round"]):
