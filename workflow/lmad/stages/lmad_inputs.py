@@ -7,8 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from ..protocols.localized_debate import controller
-from ..layout import configured_dataset
-from ..schemas import frames_by_unit, read_table, read_units, write_units
+from ..schemas import read_table, read_unit_frames, read_units, write_units
 from .units import check_aligned, check_unit_paths
 
 
@@ -65,13 +64,10 @@ class Units:
         iteration 0, ``state`` None), from the state file's qid and committed columns alone: the
         stages that read only P (localize, debate, resolve) skip making a dict of every state row
         of every question, stopped ones included (~12,000 rows a stage at 4 x 500 questions)."""
-        by_unit = frames_by_unit("lmad_state", state) if state else {}
-        out = []
-        for d, m in self.names:
-            frame = by_unit.get((configured_dataset(d), m))
-            out.append(defaultdict(list) if frame is None else
-                       defaultdict(list, zip(frame["qid"].to_list(), frame["committed"].to_list())))
-        return out
+        if not state:
+            return [defaultdict(list) for _ in self.names]
+        return [defaultdict(list, zip(f["qid"].to_list(), f["committed"].to_list()))
+                for f in read_unit_frames("lmad_state", state, self.names)]
 
     def write(self, name: str, per_unit: list[list[dict]], path: str, provenance: dict) -> None:
         """Each unit's rows (in unit order) as the iteration's one file of table ``name``."""

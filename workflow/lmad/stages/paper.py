@@ -215,12 +215,11 @@ def lmad_call_summary(traces: list[str]) -> dict[tuple[str, str], dict]:
         by_role.setdefault((b, m), {})[role] = (n, n_length)
     out: dict[tuple[str, str], dict] = {}
     for (b, m), sub in per_dataset.group_by(*keys):
-        counts = by_role.get((b, m), {})
+        counts = {role: by_role.get((b, m), {}).get(role, (0, 0)) for role in ROLES}
         out[(b, m)] = {
             "last_iteration_aux_calls_per_q": macro_average(dict(zip(sub["dataset"], sub["calls"]))),
             "last_iteration_aux_completion_tokens_per_q": macro_average(dict(zip(sub["dataset"], sub["tokens"]))),
-            **{f"truncated_{role}": (100 * n_len / n if n else None)
-               for role, (n, n_len) in ((r, counts.get(r, (0, 0))) for r in ROLES)},
+            **{f"truncated_{role}": (100 * n_len / n if n else None) for role, (n, n_len) in counts.items()},
         }
     return out
 
