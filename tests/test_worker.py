@@ -117,6 +117,42 @@ def test_stop_ends_the_worker_and_a_worker_whose_snakemake_died_ends_itself(tmp_
         time.sleep(0.1)
 
 
+SWALLOWING_PRELOAD = r"""
+import os, sys, time
+from lmad import worker
+def preload():  # an import that catches what it should not, for 3 s
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        try:
+            time.sleep(0.01)
+        except {caught}:
+            pass
+worker.preload = preload
+print("serving", flush=True)
+worker.serve(sys.argv[1], os.getppid())
+"""
+
+
+@pytest.mark.parametrize("caught, within_s", [("Exception", 1.5), ("BaseException", 6.0)])
+def test_a_stop_during_preload_is_not_swallowed_by_the_code_it_interrupts(tmp_path, caught, within_s):
+    """stop() sends SIGTERM, which may land in an import's ``except Exception`` while a short run
+    ends during preload: the server still ends at once (or, past an ``except BaseException``, at
+    its first poll) instead of running on until stop() gives up after 30 s."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
+    proc = subprocess.Popen([sys.executable, "-c", SWALLOWING_PRELOAD.replace("{caught}", caught),
+                             str(tmp_path / "socket")], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "serving"
+        time.sleep(0.3)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=within_s)
+        assert time.monotonic() - start < within_s
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_workflow_gives_the_same_tables_with_and_without_the_worker(tmp_path):
     tables = {}
     for name, env in (("warm", {}), ("cold", {worker.SWITCH: "0"})):

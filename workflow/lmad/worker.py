@@ -134,11 +134,19 @@ def preload() -> None:
     import matplotlib.pyplot  # noqa: F401
 
 
-class _Stop(Exception):
-    """SIGTERM: stop() asks the server to end now, not at its next poll."""
+class _Stop(BaseException):
+    """SIGTERM: stop() asks the server to end now, not at its next poll. A BaseException, as
+    KeyboardInterrupt is: a SIGTERM that lands in an import's ``except Exception`` (preload
+    runs while a short run may already be ending) must not be swallowed, or stop() waits out
+    its timeout."""
+
+
+_stopping = False
 
 
 def _stop(*_: Any) -> None:
+    global _stopping
+    _stopping = True  # seen at the next poll if a library swallows even a BaseException
     raise _Stop
 
 
@@ -151,7 +159,7 @@ def serve(path: str, parent: int) -> None:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)  # jobs that find no socket yet run in their own process
         listener.listen(64)
-        while os.getppid() == parent:
+        while os.getppid() == parent and not _stopping:
             _reap(children, block=False)
             ready, _, _ = select.select([listener], [], [], _POLL_S)
             if not ready:
