@@ -3,8 +3,8 @@ import os
 import re
 import sys
 
+import jsonschema
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 # This checkout's library, whatever `pip install -e` put on the path: the parse below, every
 # job's script (workflow/scripts/stage.py) and the warm worker (both inherit PYTHONPATH) and the
@@ -20,7 +20,7 @@ if os.path.realpath(os.path.dirname(lmad.__file__)) != os.path.realpath(os.path.
     raise WorkflowError(f"lmad was imported from {os.path.dirname(lmad.__file__)}, not from this checkout's {LIBRARY}")
 
 from lmad import layout
-from lmad.config_schema import schema_file
+from lmad.config_schema import validate as validate_config
 from lmad.config_checks import check_config, check_method_names, schema_error, serve_by_default
 from lmad.data.loaders import resolve_path
 from lmad.job_resources import SERVER_DEFAULTS_ENV, profile_defaults
@@ -37,8 +37,8 @@ from lmad.smk import stage
 
 check_method_names(config)  # before the schema, whose error would list every method name
 try:
-    validate(config, schema=schema_file(os.path.join(workflow.basedir, "config/schema/config.schema.yaml")))
-except WorkflowError:
+    validate_config(config, os.path.join(workflow.basedir, "config/schema/config.schema.yaml"))  # defaults filled in
+except jsonschema.ValidationError:
     raise WorkflowError(schema_error(config, os.path.join(workflow.basedir, "config/schema/config.schema.yaml"))
                         or "config does not match config/schema/config.schema.yaml") from None
 # locks left by a killed run of this directory are removed, a live run's never

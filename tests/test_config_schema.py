@@ -3,6 +3,7 @@ before any job runs and names the key; every setting in use today stays valid.""
 import copy
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 from snakemake.exceptions import WorkflowError
@@ -35,7 +36,10 @@ def test_shipped_configs_validate(path):
         overlay, config = config, yaml.safe_load((REPO / "config" / "config.yaml").read_text())
         update_config(config, overlay)  # how snakemake merges a second --configfile (in place)
     assert config["models"]
-    validate(config, schema=SCHEMA)
+    ours, snakemakes = copy.deepcopy(config), copy.deepcopy(config)
+    config_schema.validate(ours)  # what a run does (rules/common.smk)
+    validate(snakemakes, schema=SCHEMA)  # what Snakemake's validate does with the same schema
+    assert ours == snakemakes and ours != config  # the same defaults filled in
 
 
 @pytest.mark.parametrize("model", [OPENAI, VLLM, SCRIPTED, SMOLLM2, {**SMOLLM2, "dtype": "float32", "cache_chunk": 8}],
@@ -71,6 +75,9 @@ BAD = [
 def test_a_bad_setting_fails_naming_the_key(tmp_path, name, model, key):
     with pytest.raises(WorkflowError) as err:
         validate(config_with(tmp_path, model), schema=SCHEMA)
+    assert key in str(err.value)
+    with pytest.raises(jsonschema.ValidationError) as err:
+        config_schema.validate(config_with(tmp_path, model))
     assert key in str(err.value)
 
 

@@ -19,8 +19,8 @@ unknown keyword, so the bare YAML stays a valid, looser schema):
                        listed, its default that file
 =====================  ==============================================  ==========================
 
-rules/common.smk validates against ``schema_file``; ``lmad.config_checks.schema_error`` and the
-tests read ``schema``.
+rules/common.smk and ``lmad.forecast`` validate with ``validate``; ``lmad.config_checks.schema_error``
+and the tests read ``schema``.
 """
 from __future__ import annotations
 
@@ -107,6 +107,31 @@ def schema(path: str | os.PathLike = SCHEMA) -> dict:
     # libyaml's loader where PyYAML has it: the pure-Python one was a fifth of parsing the Snakefile
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return _complete(yaml.load(path.read_text(encoding="utf-8"), Loader=loader), path)
+
+
+def validate(config: dict, path: str | os.PathLike = SCHEMA) -> None:
+    """Validate ``config`` against ``schema(path)`` and fill in the schema's defaults, in place:
+    what Snakemake's ``snakemake.utils.validate`` does with ``schema_file(path)`` (Draft 2020-12,
+    a property's default set before its subschema is checked), on the schema already in memory.
+    Snakemake's reads the schema file back with the pure-Python YAML loader, 0.2 s of every
+    ``snakemake`` start (tests/test_config_schema.py pins the two to the same config).
+    Raises ``jsonschema.ValidationError``."""
+    import copy
+
+    import jsonschema
+
+    completed = schema(path)
+    base = jsonschema.validators.validator_for(completed, default=jsonschema.Draft202012Validator)
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator, properties, instance, node):
+        if isinstance(instance, dict):  # as jsonschema's own properties check, which skips others
+            for name, sub in properties.items():
+                if isinstance(sub, dict) and "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from check_properties(validator, properties, instance, node)
+
+    jsonschema.validators.extend(base, {"properties": properties_with_defaults})(completed).validate(config)
 
 
 def schema_file(path: str | os.PathLike = SCHEMA) -> str:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-from .config_schema import SCHEMA, schema_file
+from .config_schema import SCHEMA, validate
 from .forecast_calls import Forecast, forecast
 from .forecast_inputs import REPO
 from .registry import METHODS
@@ -48,7 +48,8 @@ def load_config(configfiles: list[str], overrides: list[str] = (), allow_test_do
     """The config as the Snakefile sees it: the files merged in order, ``--config k=v`` on top
     (values read as YAML, as Snakemake does), the method names, the schema (its defaults filled),
     serve-by-default and the checks of rules/common.smk."""
-    from snakemake.utils import update_config, validate
+    import jsonschema
+    from snakemake.utils import update_config
 
     from .config_checks import check_config, check_method_names, schema_error, serve_by_default
 
@@ -62,8 +63,8 @@ def load_config(configfiles: list[str], overrides: list[str] = (), allow_test_do
         update_config(config, {key: yaml.safe_load(value)})
     check_method_names(config)
     try:
-        validate(config, schema=schema_file())  # the registries' lists filled in, as rules/common.smk
-    except Exception:
+        validate(config)  # the registries' lists filled in, defaults too, as rules/common.smk
+    except jsonschema.ValidationError:
         raise ValueError(schema_error(config, str(SCHEMA)) or "config does not match its schema") from None
     serve_by_default(config)
     if allow_test_double is None:
