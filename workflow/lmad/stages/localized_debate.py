@@ -36,6 +36,8 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+import polars as pl
+
 from .. import societies as so
 from ..backends import Backend, open_backend
 from ..backends.batch import by_backend, run_batch
@@ -53,12 +55,12 @@ from ..protocols.localized_debate.relation_check import parse_verdict, relation_
 from ..protocols.localized_debate.resolve import parse_repair, resolution_request
 from ..protocols.localized_debate.trace import build_trace, lmad_prediction_rows
 from ..registry import method as registered_method
-from ..schemas import read_table, read_unit_frames, read_units, write_table
+from ..schemas import read_table, read_unit_frames, read_units, to_frame, write_table
 from ..answers import reading_of
 from ..solver import derive_seed, sample_rows, solver_request
 from ..tones import tone_role
 from .society_agents import JobWeights, SocietyFile
-from .lmad_inputs import Units, cache_stats, entering_state, rows_by_qid, table_rows
+from .lmad_inputs import Units, cache_stats, rows_by_qid, table_rows
 from .units import check_aligned, check_unit_paths, per_unit, split_rows
 
 log = logging.getLogger(__name__)
@@ -80,7 +82,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
     A society unit's agents are its members (``members``: the society file); its iteration 0
     repeats each member's pool call (the pool's prompt and seed), so the cache serves it."""
     us = Units(units, questions, samples=samples)
-    states = us.rows("lmad_state", state)
+    entering = us.state(state)
     # the shared proposals: one table per unit without a society, in unit order
     plain = [u for u, (_, m) in enumerate(us.names) if registered_method(m).society is None]
     if iteration == 0:
@@ -105,9 +107,7 @@ def generate(questions: list[str], prompt: str, samples: list[str], units: list,
                                  f"{temperatures}; rerun rule generate")
             reused[u] = rows
             continue
-        for s in entering_state(states[u], qs):
-            if not s["active"]:
-                continue
+        for s in entering[u][0]:  # the active questions'
             q = qs[s["qid"]]
             for agent, member in enumerate(agents or crew(model, len(temperatures)) or [None] * len(temperatures)):
                 t = member.temperature if member else float(temperatures[agent])
@@ -322,17 +322,20 @@ def commit(questions: list[str], samples: list[str], repairs: str, relations: st
     policy requires (``model`` or ``lexical``; both are recorded)."""
     us = Units(units, questions, samples=samples)
     skipped = controller.skips_auxiliary(iteration, iterations, guard_last_iteration)
-    entering, unit_repairs = us.rows("lmad_state", state), us.rows("lmad_repairs", repairs)
+    entering, unit_repairs = us.state(state), us.rows("lmad_repairs", repairs)
     unit_relations = us.rows("lmad_relations", relations)
     decided, after = [], []
     for u, qs in enumerate(us.questions):
         method = us.names[u][1]
         verdicts = {r["qid"]: r["verdict"] for r in unit_relations[u]}
+        active, stopped = entering[u]
         decisions, states = _commit_unit(qs, registered_method(method).policy, table_rows("samples", samples[u]),
-                                         unit_repairs[u], verdicts, entering[u], iteration, iterations,
+                                         unit_repairs[u], verdicts, active, iteration, iterations,
                                          min_quote_words, relation, skipped)
         decided.append(decisions)
-        after.append(states)
+        # stopped questions pass through as they were read (us.write sorts the unit's rows by qid)
+        after.append(states if stopped is None or not stopped.height
+                     else pl.concat([to_frame("lmad_state", states), stopped], how="vertical"))
         outcomes = Counter(d["stop_reason"] or "continues" for d in decisions)
         log.info("iteration %d, %s on %s: %s", iteration, method, us.names[u][0], dict(sorted(outcomes.items())))
     us.write("lmad_commits", decided, commits, provenance)
@@ -357,15 +360,13 @@ def resolve_and_commit(questions: list[str], samples: list[str], localizations: 
 
 
 def _commit_unit(qs: dict, policy: str, samples: list[dict], repairs: list[dict], verdicts: dict[str, str],
-                 state: list[dict] | None, iteration: int, iterations: int, min_quote_words: int, relation: str,
+                 active: list[dict], iteration: int, iterations: int, min_quote_words: int, relation: str,
                  skipped: bool) -> tuple[list[dict], list[dict]]:
+    """The decisions and the next states of the ``active`` questions' state rows."""
     answers = {qid: [r["answer"] for r in rows] for qid, rows in rows_by_qid(samples).items()}
     proposed = {r["qid"]: r for r in repairs}
     decisions, states = [], []
-    for s in entering_state(state, qs):
-        if not s["active"]:
-            states.append(s)
-            continue
+    for s in active:
         qid, agent_answers = s["qid"], answers[s["qid"]]
         agreed = not controller.needs_repair(agent_answers, reading_of(qs[qid]))
         rep = None if agreed or skipped else proposed.get(qid)
