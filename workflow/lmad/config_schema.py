@@ -113,7 +113,7 @@ def validate(config: dict, path: str | os.PathLike = SCHEMA) -> None:
     """Validate ``config`` against ``schema(path)`` and fill in the schema's defaults, in place:
     what Snakemake's ``snakemake.utils.validate`` does with ``schema_file(path)`` (Draft 2020-12,
     a property's default set before its subschema is checked), on the schema already in memory.
-    Snakemake's reads the schema file back with the pure-Python YAML loader, 0.2 s of every
+    Snakemake's reads the schema file back with the pure-Python YAML loader, 0.1-0.2 s of every
     ``snakemake`` start (tests/test_config_schema.py pins the two to the same config).
     Raises ``jsonschema.ValidationError``."""
     import copy
@@ -135,8 +135,8 @@ def validate(config: dict, path: str | os.PathLike = SCHEMA) -> None:
 
 
 def schema_file(path: str | os.PathLike = SCHEMA) -> str:
-    """A file holding ``schema(path)``, for Snakemake's ``validate`` (which takes a path); removed
-    when the process ends."""
+    """A file holding ``schema(path)``, for Snakemake's ``validate`` (which takes a path: the tests
+    check ``validate`` against it); removed when the process ends."""
     import yaml
 
     # YAML, as the schema file itself: Snakemake loads a JSON schema's defaults as OrderedDicts,
