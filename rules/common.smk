@@ -20,7 +20,7 @@ if os.path.realpath(os.path.dirname(lmad.__file__)) != os.path.realpath(os.path.
     raise WorkflowError(f"lmad was imported from {os.path.dirname(lmad.__file__)}, not from this checkout's {LIBRARY}")
 
 from lmad import layout
-from lmad.config_schema import validate as validate_config
+from lmad.config_schema import SCHEMA as CONFIG_SCHEMA, validate as validate_config
 from lmad.config_checks import check_config, check_method_names, schema_error, serve_by_default
 from lmad.data.loaders import resolve_path
 from lmad.job_resources import SERVER_DEFAULTS_ENV, profile_defaults
@@ -37,9 +37,9 @@ from lmad.smk import stage
 
 check_method_names(config)  # before the schema, whose error would list every method name
 try:
-    validate_config(config, os.path.join(workflow.basedir, "config/schema/config.schema.yaml"))  # defaults filled in
+    validate_config(config)  # this checkout's schema (the lmad imported is, above); defaults filled in
 except jsonschema.ValidationError:
-    raise WorkflowError(schema_error(config, os.path.join(workflow.basedir, "config/schema/config.schema.yaml"))
+    raise WorkflowError(schema_error(config, str(CONFIG_SCHEMA))
                         or "config does not match config/schema/config.schema.yaml") from None
 # locks left by a killed run of this directory are removed, a live run's never
 # (docs/running.md "Resume after a kill")
