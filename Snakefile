@@ -31,6 +31,10 @@ for study_rules in plan.study_rules():
     include: study_rules
 
 
+# Every rule whose command is STAGE gets the job line its script reads (lmad.stage_command).
+attach_stage_jobs(workflow.rules, STAGE_RUNNER)
+
+
 # One engine per model per run: a served model's stage jobs are clients of its server, so
 # under SLURM they run on the submit host, and their server is the model's one SLURM job.
 workflow.localrules(*served_client_rules())

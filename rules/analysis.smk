@@ -26,8 +26,8 @@ rule analyze:
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule plot_accuracy:
@@ -48,8 +48,8 @@ rule plot_accuracy:
         **plan.analysis.run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # Seeded replicates (config `seeds`): each backbone's headline accuracy, mean ± sample SD over
@@ -72,8 +72,8 @@ rule replicates:
         **plan.analysis.run_scope("methods", "datasets", "metric"),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # Calls and tokens of every method split by the model that made them (a committee's members and
@@ -95,5 +95,5 @@ rule costs_by_model:
         roles=lambda w: plan.analysis.cost_models(w.backbone)["roles"],
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE

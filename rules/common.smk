@@ -1,6 +1,7 @@
 import json
 import os
 import re
+import shlex
 import sys
 
 import jsonschema
@@ -29,6 +30,7 @@ from lmad.registry import METHODS, TABLE2_METHODS, TRACE_FIGURE_METHODS
 from lmad.runlock import guard_workflow
 from lmad.backends.serve import ON_SLURM_ENV as SERVE_ON_SLURM_ENV
 from lmad.smk import stage
+from lmad.stage_command import STAGE_COMMAND as STAGE, attach as attach_stage_jobs
 
 
 # Shared by every file under rules/: the checked config, the run's plan (lmad.plan: which tables each
@@ -57,9 +59,16 @@ DATASET_NAMES = plan.dataset_names()
 
 # Each rule that runs library code names its stage function once, in its params
 # (`**stage("module:function")`, lmad.smk.stage: the name and its code hash), and runs the one
-# script workflow/scripts/stage.py. Each model rule spreads its kind's repeated sections
-# (lmad.plan.ModelRule) into its own, `**M.input`, `**M.params`, `M.threads`, `**M.resources`.
+# script workflow/scripts/stage.py as its command, `shell: STAGE` (lmad.stage_command; the
+# Snakefile attaches the job's line once every rule is defined). Each model rule spreads its
+# kind's repeated sections (lmad.plan.ModelRule) into its own, `**M.input`, `**M.params`,
+# `M.threads`, `**M.resources`.
 BACKBONE_MODEL, JUDGE_MODEL = (plan.models.rule(k) for k in ("backbone", "judge"))
+# STAGE's interpreter and script: this process's interpreter, or the job's environment's where
+# Snakemake deploys one (--sdm conda, apptainer), as its script directive would choose
+STAGE_RUNNER = " ".join(shlex.quote(p) for p in (
+    "python" if workflow.deployment_settings.deployment_method else sys.executable,
+    os.path.join(LIBRARY, "scripts", "stage.py")))
 
 
 wildcard_constraints:

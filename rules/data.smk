@@ -13,8 +13,8 @@ rule prepare_data:
         base_dir=run_path(workflow.basedir),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule backbone_questions:
@@ -30,8 +30,8 @@ rule backbone_questions:
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule convert_model:
@@ -45,5 +45,5 @@ rule convert_model:
         gguf=lambda w: config["models"][w.model]["gguf"],
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE

@@ -37,8 +37,8 @@ rule debate_round:
     threads: BACKBONE_MODEL.threads
     resources:
         **BACKBONE_MODEL.resources,
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 if DEBATE_METHODS:
@@ -63,5 +63,5 @@ if DEBATE_METHODS:
             units=plan.questions.prediction_units(DEBATE_METHODS),
         conda:
             "../envs/pipeline.yaml"
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE

@@ -28,8 +28,8 @@ rule generate:
     threads: BACKBONE_MODEL.threads
     resources:
         **BACKBONE_MODEL.resources,
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule predict:
@@ -46,5 +46,5 @@ rule predict:
         units=plan.questions.prediction_units(),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE

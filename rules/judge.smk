@@ -23,8 +23,8 @@ rule judge:
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # The judge's known-answer validation (docs/analysis.md "Judge validation"): a seeded battery built from
@@ -52,5 +52,5 @@ rule judge_validation:
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE

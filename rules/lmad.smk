@@ -44,8 +44,8 @@ if LMAD_METHODS:
         threads: BACKBONE_MODEL.threads
         resources:
             **BACKBONE_MODEL.resources,
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE
 
     rule lmad_extract:
         priority: LMAD_CHAIN_PRIORITY
@@ -75,8 +75,8 @@ if LMAD_METHODS:
         threads: BACKBONE_MODEL.threads
         resources:
             **BACKBONE_MODEL.resources,
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE
 
     rule lmad_localize:
         priority: LMAD_CHAIN_PRIORITY
@@ -103,8 +103,8 @@ if LMAD_METHODS:
         threads: BACKBONE_MODEL.threads
         resources:
             **BACKBONE_MODEL.resources,
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE
 
     rule lmad_debate:
         priority: LMAD_CHAIN_PRIORITY
@@ -135,8 +135,8 @@ if LMAD_METHODS:
         threads: BACKBONE_MODEL.threads
         resources:
             **BACKBONE_MODEL.resources,
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE
 
     # The guarded resolver commits its own repair (lmad.stages.localized_debate.resolve_and_commit): a
     # separate commit job was one more process per iteration on the LMAD chain, for a step
@@ -175,8 +175,8 @@ if LMAD_METHODS:
         threads: BACKBONE_MODEL.threads
         resources:
             **BACKBONE_MODEL.resources,
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE
 
     rule lmad_predict:
         priority: LMAD_CHAIN_PRIORITY  # the chain's last link: the judge waits for it
@@ -201,5 +201,5 @@ if LMAD_METHODS:
             units=plan.questions.prediction_units(LMAD_METHODS),
         conda:
             "../envs/pipeline.yaml"
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE

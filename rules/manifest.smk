@@ -27,5 +27,5 @@ rule manifest:
         repo=run_path(workflow.basedir),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE

@@ -34,5 +34,5 @@ if "sc-matched" in config["methods"]:
         threads: BACKBONE_MODEL.threads
         resources:
             **BACKBONE_MODEL.resources,
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE

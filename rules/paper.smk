@@ -52,8 +52,8 @@ rule paper_table1:
         seed=config["seed"],
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule paper_table2:
@@ -74,8 +74,8 @@ rule paper_table2:
         **plan.analysis.run_scope("metric", "backbones", "datasets"),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule paper_cost:
@@ -92,8 +92,8 @@ rule paper_cost:
         **plan.analysis.run_scope("backbones", "datasets", "methods"),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule paper_headroom:
@@ -115,8 +115,8 @@ rule paper_headroom:
         **plan.analysis.run_scope("metric", "backbones", "methods"),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule paper_figures:
@@ -138,8 +138,8 @@ rule paper_figures:
         trace_questions=config["paper"]["trace_questions"],
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule paper_viewer:
@@ -160,8 +160,8 @@ rule paper_viewer:
         metric=config["analysis"]["metric"],
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule paper_dynamics:
@@ -178,8 +178,8 @@ rule paper_dynamics:
         backbones=BACKBONES,
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # TrueMAD's Table 1, Tables 4-6 and 7-9 (config paper.truemad): every seed of every backbone, AIME's copies
@@ -203,8 +203,8 @@ rule paper_truemad:
         methods=plan.paper.columns(),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # TrueMAD's Tables 10-11 (config paper.truemad): the process study's rubric scores (config process.rubric)
@@ -226,8 +226,8 @@ rule paper_truemad_process:
         methods=plan.paper.columns(),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # When Debate Helps' Table 1 (config paper.wdh): vote20's predictions and each debate's round-3 state, one
@@ -254,8 +254,8 @@ rule paper_wdh:
         held_out_size=plan.societies.held_out_size(),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # When Debate Helps' Table 20 (§A.12.2; config paper.wdh): per debate row and column of paper.wdh_datasets,
@@ -281,8 +281,8 @@ rule paper_wdh_table20:
         held_out_size=plan.societies.held_out_size(),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # When Debate Helps §A.5 (config paper.wdh with two or more `seeds`): each society debate's Table 1
@@ -299,8 +299,8 @@ rule paper_wdh_robustness:
         **stage("lmad.stages.paper_wdh:wdh_robustness"),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # ---- The layered-disagreement paper's own tables (config paper.layered; lmad.paper.layered): Table 2 and
@@ -328,8 +328,8 @@ rule paper_layered:
         **stage("lmad.stages.paper_layered:layered_tables"),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule paper_layered_jury:
@@ -344,8 +344,8 @@ rule paper_layered_jury:
         **stage("lmad.stages.paper_layered:layered_jury"),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule paper_layered_probe:
@@ -360,8 +360,8 @@ rule paper_layered_probe:
         **stage("lmad.stages.paper_layered:layered_probe"),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE
 
 
 # ---- Du et al.'s own tables (config paper.du; lmad.paper.du): the accuracy table, and with the overlays the
@@ -388,5 +388,5 @@ rule paper_du:
         models=plan.paper.du_models(),
     conda:
         "../envs/pipeline.yaml"
-    script:
-        "../workflow/scripts/stage.py"
+    shell:
+        STAGE

@@ -27,8 +27,8 @@ if SHARDS > 1:
             shards=SHARDS,
         conda:
             "../envs/pipeline.yaml"
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE
 
     rule merge_shards:
         input:
@@ -45,5 +45,5 @@ if SHARDS > 1:
             **stage("lmad.stages.shards:merge_shards"),
         conda:
             "../envs/pipeline.yaml"
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE

@@ -36,8 +36,8 @@ if SOCIETIES["enabled"]:
             construct_on=SOCIETIES["split"]["construct_on"],
         conda:
             "../envs/pipeline.yaml"
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE
 
     rule society_pool:
         input:
@@ -66,8 +66,8 @@ if SOCIETIES["enabled"]:
         threads: BACKBONE_MODEL.threads
         resources:
             **BACKBONE_MODEL.resources,
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE
 
     rule society_select:
         input:
@@ -89,8 +89,8 @@ if SOCIETIES["enabled"]:
             default_temperatures=config["agents"]["temperatures"],
         conda:
             "../envs/pipeline.yaml"
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE
 
     rule paper_societies:
         input:
@@ -111,5 +111,5 @@ if SOCIETIES["enabled"]:
             size=SOCIETIES["split"]["size"],
         conda:
             "../envs/pipeline.yaml"
-        script:
-            "../workflow/scripts/stage.py"
+        shell:
+            STAGE

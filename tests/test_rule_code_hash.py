@@ -1,7 +1,7 @@
 """Every rule that runs library code names its stage function once, ``params: **stage("module:function")``
-(lmad.smk.stage), and runs the one script workflow/scripts/stage.py; the name brings the hash of the
-code that makes its artifact (lmad.smk.code_hash: the stage's module and every lmad module it
-imports), so editing that code reruns the rule (params are a rerun trigger; the script never changes)."""
+(lmad.smk.stage), and runs the one script workflow/scripts/stage.py (``shell: STAGE``); the name
+brings the hash of the code that makes its artifact (lmad.smk.code_hash: the stage's module and every lmad module it
+imports), so editing that code reruns the rule (params are a rerun trigger; the command never changes)."""
 import importlib
 import re
 from pathlib import Path
@@ -13,7 +13,8 @@ from conftest import REPO
 from lmad import studies
 
 STAGE = re.compile(r'^\s*\*\*stage\("([\w.]+:\w+)"\),$', re.M)
-SCRIPT = REPO / "workflow" / "scripts" / "stage.py"
+# the one command (lmad.stage_command.STAGE_COMMAND), which runs workflow/scripts/stage.py
+COMMAND = re.compile(r"^\s*shell:\n\s*STAGE$", re.M)
 
 
 def _rules():
@@ -50,8 +51,7 @@ def stages() -> dict[str, str]:
             continue
         named = STAGE.findall(text)
         assert len(named) == 1 and "code_hash(" not in text, f"{file}:{name}: name its stage once, **stage(...)"
-        script = (file.parent / text.split("script:")[-1].strip().strip('"')).resolve()
-        assert script == SCRIPT.resolve(), f"{file}:{name}: runs {script}, not {SCRIPT}"
+        assert COMMAND.search(text) and "script:" not in text, f"{file}:{name}: runs its stage as `shell: STAGE`"
         out[name] = named[0]
     return out
 

@@ -61,8 +61,8 @@ rule toy_table:
         md=layout.paper("toy.md"),
     params:
         **stage("lmad.studies.toy.stages:toy_table"),
-    script:
-        "SCRIPT"
+    shell:
+        STAGE
 '''
 
 TOY_STAGES = '''
@@ -78,9 +78,7 @@ def test_a_toy_study_is_its_folder_and_one_registration_line(tmp_path):
     checkout = copy_checkout(tmp_path)
     toy = checkout / "workflow" / "lmad" / "studies" / "toy"
     toy.mkdir()
-    # the one stage script, as a study's rules name it (relative to the rules file)
-    script = re.search(r'script:\s*"([^"]+)"', Path(studies.rules_file("jury")).read_text(encoding="utf-8")).group(1)
-    rules = TOY_RULES.replace("SCRIPT", script)
+    rules = TOY_RULES
     for name, text in (("__init__.py", '"""A toy study."""\n'), ("plan.py", TOY_PLAN), ("rules.smk", rules),
                        ("stages.py", TOY_STAGES)):
         (toy / name).write_text(text.lstrip(), encoding="utf-8")

@@ -2,11 +2,11 @@
 
 A rule names its stage function once, in its params (``**stage("lmad.stages.judge:judge")``:
 the name and the hash of its code), and every rule runs the one script
-workflow/scripts/stage.py, which calls ``run_rule``. That builds the job (lmad.job: the
-function with the rule's named inputs, outputs and params as keyword arguments, plus a
-``provenance`` dict for the Parquet metadata) and runs it, its logging sent to the rule's
-``log:`` file; in a child of the warm worker (lmad.worker) when a local run has one, else in
-the script's own process.
+workflow/scripts/stage.py as its command (lmad.stage_command), which calls ``run_rule``. That
+builds the job (lmad.job: the function with the rule's named inputs, outputs and params as
+keyword arguments, plus a ``provenance`` dict for the Parquet metadata) and runs it, its logging
+sent to the rule's ``log:`` file; in a child of the warm worker (lmad.worker) when a local run has
+one, else in the script's own process.
 """
 from __future__ import annotations
 

@@ -36,8 +36,8 @@ rule pushback_validation:
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule pushback:
@@ -60,8 +60,8 @@ rule pushback:
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule disagreement_table:
@@ -78,8 +78,8 @@ rule disagreement_table:
         self_report=config["disagreement"]["self_report"],
     conda:
         "../../../../envs/pipeline.yaml"
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE
 
 
 # Layers A and C on LMAD's local debate: each turn rebuilt from its stage tables and followed by
@@ -111,8 +111,8 @@ rule lmad_self_report:
     threads: BACKBONE_MODEL.threads
     resources:
         **BACKBONE_MODEL.resources,
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE
 
 
 # Layer D: each backbone's next-token stance on its own round-0 answers (the shared proposals),
@@ -135,8 +135,8 @@ rule probe:
     threads: BACKBONE_MODEL.threads
     resources:
         **BACKBONE_MODEL.resources,
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule probe_table:
@@ -153,5 +153,5 @@ rule probe_table:
         min_mass=config["disagreement"]["probe_min_mass"],
     conda:
         "../../../../envs/pipeline.yaml"
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE

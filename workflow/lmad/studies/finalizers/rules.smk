@@ -37,8 +37,8 @@ if FINALIZERS.config["enabled"]:
         threads: BACKBONE_MODEL.threads
         resources:
             **BACKBONE_MODEL.resources,
-        script:
-            "../../../scripts/stage.py"
+        shell:
+            STAGE
 # Readout tables and figures of the finalizers (docs/methods.md "Finalizers and round-level controls"):
 # Parquet in, results/paper/readout.* and headroom_lift.* out (under results/paper/wdh/ with config
 # paper.wdh: lmad.plan.paper.PaperPlan.wdh_born), no model calls. Off unless
@@ -78,8 +78,8 @@ if FINALIZERS.config["enabled"]:
             methods=plan.rounds.finalizer_methods(),
         conda:
             "../../../../envs/pipeline.yaml"
-        script:
-            "../../../scripts/stage.py"
+        shell:
+            STAGE
 
     rule paper_headroom_lift:
         input:
@@ -99,5 +99,5 @@ if FINALIZERS.config["enabled"]:
             held_out_size=plan.societies.held_out_size(),
         conda:
             "../../../../envs/pipeline.yaml"
-        script:
-            "../../../scripts/stage.py"
+        shell:
+            STAGE

@@ -39,8 +39,8 @@ rule jury:
     threads: JUROR_MODEL.threads
     resources:
         **JUROR_MODEL.resources,
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule jury_table:
@@ -59,5 +59,5 @@ rule jury_table:
         subscores=config["jury"]["subscores"],
     conda:
         "../../../../envs/pipeline.yaml"
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE

@@ -27,5 +27,5 @@ if OPINION.datasets:
             prediction_units=OPINION.prediction_units(),
         conda:
             "../../../../envs/pipeline.yaml"
-        script:
-            "../../../scripts/stage.py"
+        shell:
+            STAGE

@@ -31,8 +31,8 @@ rule process_scores:
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE
 
 
 # The rubric judge's known-answer battery (lmad.studies.process.metrics.build_rubric_battery): the table shows the
@@ -61,8 +61,8 @@ rule rubric_validation:
     threads: JUDGE_MODEL.threads
     resources:
         **JUDGE_MODEL.resources,
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE
 
 
 rule process_table:
@@ -79,5 +79,5 @@ rule process_table:
         **stage("lmad.studies.process.stages:process_table"),
     conda:
         "../../../../envs/pipeline.yaml"
-    script:
-        "../../../scripts/stage.py"
+    shell:
+        STAGE
