@@ -27,11 +27,11 @@ LAYERS = [
     ("studies", ["lmad.paper"]),
     # the rules' stage functions: read tables, call the layers below, write tables
     ("stages", ["lmad.stages"]),
-    # Snakemake's side: the rule bridge, the warm worker, the planning, the config checks and the
-    # forecast that reads the plan
-    ("glue", ["lmad.smk", "lmad.worker", "lmad.config_schema", "lmad.config_checks", "lmad.plan",
-              "lmad.slurm_placement", "lmad.report_check", "lmad.forecast", "lmad.forecast_calls",
-              "lmad.forecast_inputs", "lmad.studies"]),
+    # Snakemake's side: the rule bridge and command, the warm worker and its client, the planning, the
+    # config checks and the forecast that reads the plan
+    ("glue", ["lmad.smk", "lmad.stage_command", "lmad.worker", "lmad.worker_client", "lmad.config_schema",
+              "lmad.config_checks", "lmad.plan", "lmad.slurm_placement", "lmad.report_check", "lmad.forecast",
+              "lmad.forecast_calls", "lmad.forecast_inputs", "lmad.studies"]),
 ]
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 #: the layer of a module of a study's folder (lmad.studies.<name>.<module>), by its module name:
@@ -128,9 +128,10 @@ def test_no_import_closes_a_circle():
 
 
 def test_the_checks_see_function_level_and_relative_imports():
-    # lmad.smk imports the worker; the worker runs a job through lmad.job inside a function
-    assert "lmad.worker" in {t for t, _ in GRAPH["lmad.smk"]}
-    assert "lmad.job" in {t for t, _ in GRAPH["lmad.worker"]}
+    # lmad.smk imports the worker's client; the worker builds a job through lmad.smk and runs it
+    # through lmad.job inside functions
+    assert "lmad.worker_client" in {t for t, _ in GRAPH["lmad.smk"]}
+    assert {"lmad.smk", "lmad.job"} <= {t for t, _ in GRAPH["lmad.worker"]}
     assert "lmad.layout" in {t for t, _ in GRAPH["lmad.paper.figures"]}  # `from .. import layout`
 
 

@@ -104,6 +104,32 @@ def test_without_a_worker_or_for_an_in_process_model_the_script_runs_the_stage(t
     assert not worker.loads_a_model({"model": {"backend": "scripted"}, "out": "x"})
 
 
+def command(tmp_path, **params):
+    """A rule's command (lmad.stage_command): workflow/scripts/stage.py with its job line on stdin."""
+    from lmad.stage_command import JobSpec
+
+    line = format(JobSpec({"input": {}, "output": {"out": str(tmp_path / "out.json")}, "wildcards": {},
+                           "params": {"function": "worker_stage:probe", "code": "0", **params}}), "")
+    proc = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "stage.py"), "probe",
+                           str(tmp_path / "job.log")], input=line + "\n", cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PROBE": "from the job"})
+    seen = json.loads((tmp_path / "out.json").read_text()) if proc.returncode == 0 else None
+    return proc, seen
+
+
+def test_a_rules_command_hands_its_line_to_the_worker_unless_the_job_loads_a_model(tmp_path, warm):
+    proc, seen = command(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert seen["ppid"] == worker._SERVER["proc"].pid and (seen["env"], seen["rule"]) == ("from the job", "probe")
+    assert proc.stdout == "to stdout\n" and "forked from the warm worker" in (tmp_path / "job.log").read_text()
+    # a model that loads into the job's process: the child refuses it, the script runs it itself
+    proc, seen = command(tmp_path, model={"backend": "transformers", "name": "m"})
+    assert proc.returncode == 0, proc.stderr
+    assert seen["ppid"] != worker._SERVER["proc"].pid and "forked" not in (tmp_path / "job.log").read_text()
+    proc, _ = command(tmp_path, mode="exit")
+    assert proc.returncode == 3
+
+
 def test_stop_ends_the_worker_and_a_worker_whose_snakemake_died_ends_itself(tmp_path, warm):
     proc, path = worker._SERVER["proc"], warm
     worker.stop()

@@ -5,7 +5,7 @@ import sys
 import time
 
 
-def probe(out, provenance, mode="ok"):
+def probe(out, provenance, mode="ok", model=None):
     print("to stdout")
     print("to stderr", file=sys.stderr)
     if mode == "raise":

@@ -2,17 +2,18 @@
 
 ``make_backend`` builds one by lookup, and every list that names backends is read from
 here: the call-cache chunk size (``open_backend``), which jobs load a model in their own process
-(``lmad.worker``), which backends give next-token log-probabilities (``lmad.studies.disagreement.probe``,
-the config check of layer D), which run on GPUs (``lmad.job_resources``), which load perturbed
-weights (rules/societies.smk), the dtype each loads with (``identity``), the test double that a
-user config cannot name (``lmad.config_checks``). The config schema's backend enum, dtype enums
-and per-backend allowed keys are filled in from it at load (``lmad.config_schema``). Adding a
-backend is its module plus one ``register`` call below (docs/backends.md "Adding a backend").
+(``loads_a_model``, below: the warm worker, lmad.worker, runs none of them), which backends give
+next-token log-probabilities (``lmad.studies.disagreement.probe``, the config check of layer D),
+which run on GPUs (``lmad.job_resources``), which load perturbed weights (rules/societies.smk),
+the dtype each loads with (``identity``), the test double that a user config cannot name
+(``lmad.config_checks``). The config schema's backend enum, dtype enums and per-backend allowed
+keys are filled in from it at load (``lmad.config_schema``). Adding a backend is its module plus
+one ``register`` call below (docs/backends.md "Adding a backend").
 
 Data only: a backend's module is imported on first use (``BackendEntry.load``), so importing
-this imports no torch or vLLM, and nothing of lmad: a job's script process reads it (the warm
-worker's ``loads_a_model``) before any stage or backend module is imported, and so does the
-scheduler sizing (``lmad.job_resources``). Hence here, not inside ``lmad.backends``.
+this imports no torch or vLLM, and nothing of lmad: a job's process reads it (``loads_a_model``)
+before any stage or backend module is imported, and so does the scheduler sizing
+(``lmad.job_resources``). Hence here, not inside ``lmad.backends``.
 """
 from __future__ import annotations
 
@@ -182,3 +183,15 @@ register(BackendEntry(
     chunk=16, logprobs=True, perturbable=True, identity="lmad.backends.scripted:spec_identity", test_only=True,
     about="the deterministic test double"))
 
+
+def loads_a_model(value: Any) -> bool:
+    """Whether a job's arguments name a model that loads into the job's process (not a served
+    one, which the job only talks to): its backend's ``in_process``."""
+    if isinstance(value, dict):
+        entry = BACKENDS.get(value.get("backend")) if isinstance(value.get("backend"), str) else None
+        if entry is not None and entry.in_process and not (value.get("serve") and entry.served_by):
+            return True
+        return any(loads_a_model(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(loads_a_model(v) for v in value)
+    return False

@@ -17,9 +17,10 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from .backend_registry import loads_a_model
 from .job import Job, execute
 from .job_resources import SERVER_DEFAULTS_ENV, server_sizing
-from .worker import run_in_worker
+from .worker_client import hand_over
 
 
 # Inputs that only order jobs (the stage reads them through its model spec).
@@ -80,11 +81,11 @@ def server_defaults() -> dict:
     return json.loads(os.environ.get(SERVER_DEFAULTS_ENV) or "{}")
 
 
-def run_rule(smk, function: str | Callable[..., None] | None = None) -> None:
-    """Run a rule's stage function with its named inputs, outputs and params. The stage is the
-    rule's ``function`` param (``stage()``), ``"module:function"``, so that a job the warm worker
-    takes (lmad.worker) never imports the stage itself; it runs here when no worker takes it.
-    ``function``: a stage given directly (tests), instead of the param."""
+def build_job(smk, function: str | Callable[..., None] | None = None) -> Job:
+    """A rule's job: its stage function with its named inputs, outputs and params. The stage is
+    the rule's ``function`` param (``stage()``), ``"module:function"``, so that a job the warm
+    worker takes (lmad.worker) never imports the stage itself. ``function``: a stage given
+    directly (tests), instead of the param."""
     inputs, outputs, params = _named(smk.input), _named(smk.output), _named(smk.params)
     function = params.get(FUNCTION) if function is None else function
     if function is None:
@@ -98,10 +99,15 @@ def run_rule(smk, function: str | Callable[..., None] | None = None) -> None:
     kwargs = {**inputs, **outputs, **params,
               "provenance": provenance(smk.rule, dict(smk.wildcards.items()), params, prompts)}
     kwargs.update(served_placement(params, server_defaults()))
-    job = Job(smk.rule, smk.log[0] if smk.log else None, function, kwargs)
-    status = None
-    if isinstance(function, str):
-        status = run_in_worker(job)
+    return Job(smk.rule, smk.log[0] if smk.log else None, function, kwargs)
+
+
+def run_rule(smk, function: str | Callable[..., None] | None = None) -> None:
+    """Run a rule's job (``build_job``) in a child of the warm worker when a local run has one
+    that takes it, else here."""
+    job = build_job(smk, function)
+    # a stage given as a function object, or one that loads a model into its own process, runs here
+    status = None if not isinstance(job.stage, str) or loads_a_model(job.kwargs) else hand_over(job, job.stage)
     if status is None:
         execute(job)
     elif status:

@@ -21,6 +21,8 @@ import zlib
 from types import SimpleNamespace
 from typing import Any, Callable
 
+from .worker_client import hand_over
+
 JOB_PARAM = "stage_job"
 # the interpreter and script (``runner``) and the rule's name come from the line's param too, filled
 # in at each job: the command Snakemake compares for its code trigger stays the same wherever the
@@ -118,3 +120,17 @@ def attach(rules, runner: str, command: str = STAGE_COMMAND) -> None:
             rule.set_params(**{JOB_PARAM: job_param(rule.name, params, runner)})
         elif any(name == FUNCTION for name, _ in params):
             raise ValueError(f"rule {rule.name} names a stage but does not run it: give it `shell: STAGE`")
+
+
+def run_line(rule: str, logs: list[str], line: str) -> None:
+    """What a rule's command runs (lmad.stage_command): its job line in a child of the warm
+    worker, or, where none takes it (none runs, or it refused: another interpreter or checkout, a
+    job that loads a model), here."""
+    status = hand_over(("line", rule, logs, line), f"rule {rule}")
+    if status is None:
+        from .job import execute
+        from .smk import build_job
+
+        execute(build_job(decode_job(rule, logs, line)))
+    elif status:
+        raise SystemExit(status)

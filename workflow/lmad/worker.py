@@ -31,7 +31,6 @@ import pkgutil
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -41,79 +40,25 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .backend_registry import BACKENDS
+from .backend_registry import loads_a_model
+from .worker_client import ENV, HEADER, REFUSED, STATUS, SWITCH, identity, recv_exact
 
-ENV = "LMAD_WORKER_SOCKET"       # set in Snakemake's environment, inherited by every local job
-SWITCH = "LMAD_WORKER"           # "0" turns the worker off
-_HEADER = struct.Struct("!Q")
-_STATUS = struct.Struct("!i")
-_REFUSED = -(1 << 30)   # the child is not of the job's interpreter or code: the job runs itself
 _POLL_S = 0.5
 
 
 # ---- the job's side -----------------------------------------------------------------------
 
-def loads_a_model(value: Any) -> bool:
-    """Whether a job's arguments name a model that loads into the job's process (not a served
-    one, which the job only talks to): lmad.backend_registry's ``in_process``."""
-    if isinstance(value, dict):
-        entry = BACKENDS.get(value.get("backend")) if isinstance(value.get("backend"), str) else None
-        if entry is not None and entry.in_process and not (value.get("serve") and entry.served_by):
-            return True
-        return any(loads_a_model(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(loads_a_model(v) for v in value)
-    return False
+def job_of(request: Any) -> Any:
+    """The job a child was handed: a Job as is, a rule's job line (lmad.stage_command.run_line)
+    built as its script would (lmad.smk.build_job); None for a job that loads a model into its
+    own process, which the script then runs itself."""
+    if isinstance(request, tuple) and request[:1] == ("line",):
+        from .smk import build_job
+        from .stage_command import decode_job
 
-
-def run_in_worker(job: Any) -> int | None:
-    """Run ``job`` (an ``lmad.job.Job``, pickled) in a child of the warm worker; its exit
-    status, or None when no worker takes it (then the caller runs it itself)."""
-    path = os.environ.get(ENV)
-    if not path or os.environ.get(SWITCH) == "0" or loads_a_model(job.kwargs):
-        return None
-    try:
-        # the job is pickled inside: a child of other code refuses it before unpickling it
-        inner = pickle.dumps((job, os.getcwd(), dict(os.environ)), protocol=pickle.HIGHEST_PROTOCOL)
-        payload = pickle.dumps((_identity(), inner), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # an unpicklable param: the job runs here
-        return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect(path)
-        socket.send_fds(conn, [_HEADER.pack(len(payload))], [sys.stdout.fileno(), sys.stderr.fileno()])
-        conn.sendall(payload)
-    except OSError:  # not up yet, or gone: nothing reached a child
-        conn.close()
-        return None
-    with conn:  # from here the child owns the job: its status is the job's
-        status = _recv_exact(conn, _STATUS.size)
-    if status == _STATUS.pack(_REFUSED):
-        return None
-    if len(status) < _STATUS.size:
-        print(f"lmad worker: the process running {job.stage} ended without a status "
-              "(killed?); see the job's log", file=sys.stderr)
-        return 1
-    return _STATUS.unpack(status)[0]
-
-
-def _identity() -> tuple[str, str, str]:
-    """The interpreter and code a process runs: a job under ``--use-conda``, in a container or
-    with another checkout on its path is not the worker's to run."""
-    import lmad
-
-    return sys.executable, sys.prefix, os.path.realpath(lmad.__file__)
-
-
-def _recv_exact(conn: socket.socket, size: int) -> bytes:
-    chunks, got = [], 0
-    while got < size:
-        chunk = conn.recv(min(size - got, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        _, rule, logs, line = request
+        request = build_job(decode_job(rule, logs, line))
+    return None if loads_a_model(request.kwargs) else request
 
 
 # ---- the server ---------------------------------------------------------------------------
@@ -194,12 +139,12 @@ def _child(conn: socket.socket) -> None:
     status = 1
     finished = threading.Event()
     try:
-        header, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 2)
-        identity, inner = pickle.loads(_recv_exact(conn, _HEADER.unpack(header)[0]))
-        if identity != _identity():
-            status = _REFUSED
+        header, fds, _, _ = socket.recv_fds(conn, HEADER.size, 2)
+        sender, inner = pickle.loads(recv_exact(conn, HEADER.unpack(header)[0]))
+        if sender != identity():
+            status = REFUSED
             return  # (the finally sends it)
-        job, cwd, env = pickle.loads(inner)
+        request, cwd, env = pickle.loads(inner)
         for target, fd in zip((1, 2), fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -209,12 +154,18 @@ def _child(conn: socket.socket) -> None:
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
+        job = job_of(request)  # in the job's directory and environment: it reads its prompt files
+        if job is None:
+            status = REFUSED
+            return
         threading.Thread(target=_die_with_client, args=(conn, finished), daemon=True).start()
         from lmad.job import execute
 
         execute(job, forked=True)
         status = 0
     except SystemExit as exit:
+        if isinstance(exit.code, str):  # as the interpreter would, had the script exited so
+            print(exit.code, file=sys.stderr)
         status = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
     except BaseException:
         traceback.print_exc()
@@ -228,7 +179,7 @@ def _child(conn: socket.socket) -> None:
         finally:
             finished.set()
             try:
-                conn.sendall(_STATUS.pack(status))
+                conn.sendall(STATUS.pack(status))
             except OSError:
                 pass
             os._exit(status)
