@@ -446,11 +446,12 @@ def test_a_store_written_after_its_close_indexes_its_new_segment_on_its_own(tmp_
 
 
 def test_a_job_closes_its_stores_so_the_next_job_reads_sidecars(tmp_path):
-    """lmad.smk.run_rule closes the stores a stage opened (lmad.backends.close_stores)."""
+    """A job (lmad.job.execute) closes the stores its stage opened (lmad.backends.close_stores)."""
     from types import SimpleNamespace
 
     from lmad import backends
-    from lmad.smk import run_rule
+    from lmad.job import execute
+    from lmad.smk import build_job
 
     def stage(out, provenance):
         open_backend({"backend": "scripted", "name": "job"}, out).generate([req("a"), req("b")])
@@ -460,7 +461,7 @@ def test_a_job_closes_its_stores_so_the_next_job_reads_sidecars(tmp_path):
     opened = list(backends.OPENED)
     backends.OPENED[:] = []  # this job's backends only, as in a job's own process
     try:
-        run_rule(job, stage)
+        execute(build_job(job, stage))
     finally:
         backends.OPENED[:] = opened
     [seg] = segments(tmp_path / "cache")

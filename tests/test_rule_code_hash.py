@@ -70,6 +70,7 @@ def test_each_named_stage_is_a_function_of_the_stages(rule):
 
 def test_a_stage_name_brings_its_code_hash_and_reaches_no_stage_function(tmp_path):
     from lmad import smk
+    from lmad.job import execute
 
     params = smk.stage("lmad.stages.analyze:analyze")
     assert params == {"function": "lmad.stages.analyze:analyze", "code": smk.code_hash("lmad.stages.analyze.analyze")}
@@ -84,12 +85,12 @@ def test_a_stage_name_brings_its_code_hash_and_reaches_no_stage_function(tmp_pat
 
     job = SimpleNamespace(log=[str(tmp_path / "job.log")], input={}, output={"out": str(tmp_path / "out")},
                           params={**params, "mode": "ok"}, rule="probe", wildcards={})
-    smk.run_rule(job, probe)  # a stage given directly (tests) wins over the param
+    execute(smk.build_job(job, probe))  # a stage given directly (tests) wins over the param
     assert seen["mode"] == "ok" and "function" not in seen and "code" not in seen
     # the provenance's config hash is of the stage's own params only
     assert seen["provenance"]["config_sha"] == smk.provenance("probe", {}, {"mode": "ok"}, [])["config_sha"]
     with pytest.raises(ValueError, match="no stage to run"):
-        smk.run_rule(SimpleNamespace(**{**vars(job), "params": {"mode": "ok"}}))
+        smk.build_job(SimpleNamespace(**{**vars(job), "params": {"mode": "ok"}}))
 
 
 def test_a_shared_module_reruns_the_rules_that_import_it(monkeypatch):

@@ -21,13 +21,12 @@ from lmad.liveness import alive
 TESTS = Path(__file__).parent
 CLIENT = r"""
 import sys
-from types import SimpleNamespace
-from lmad.smk import run_rule
+from lmad.stage_command import JobSpec, run_line
 out, log, mode, stage = sys.argv[1:5]
 # the stage named by the rule's params, as workflow/scripts/stage.py runs every rule (lmad.smk.stage)
-job = SimpleNamespace(log=[log], input={}, output={"out": out}, params={"function": stage, "code": "0", "mode": mode},
-                      rule="probe", wildcards={})
-run_rule(job)
+line = format(JobSpec({"input": {}, "output": {"out": out}, "wildcards": {},
+                       "params": {"function": stage, "code": "0", "mode": mode}}), "")
+run_line("probe", [log], line)
 """
 
 

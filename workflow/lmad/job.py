@@ -1,6 +1,6 @@
 """What a stage job runs and how: :class:`Job` (the rule's stage function and its keyword
 arguments) and :func:`execute`, which runs it with its logging sent to the rule's log file and its
-run statistics written beside it. The rules' one script builds the job (``lmad.smk.run_rule``); it runs
+run statistics written beside it. The rules' one script builds the job (``lmad.smk.build_job``); it runs
 in the script's own process or in a child of the warm worker (``lmad.worker``), the same way."""
 from __future__ import annotations
 

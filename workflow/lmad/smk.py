@@ -2,11 +2,11 @@
 
 A rule names its stage function once, in its params (``**stage("lmad.stages.judge:judge")``:
 the name and the hash of its code), and every rule runs the one script
-workflow/scripts/stage.py as its command (lmad.stage_command), which calls ``run_rule``. That
-builds the job (lmad.job: the function with the rule's named inputs, outputs and params as
-keyword arguments, plus a ``provenance`` dict for the Parquet metadata) and runs it, its logging
-sent to the rule's ``log:`` file; in a child of the warm worker (lmad.worker) when a local run has
-one, else in the script's own process.
+workflow/scripts/stage.py as its command (lmad.stage_command). ``build_job`` builds its job
+(lmad.job: the function with the rule's named inputs, outputs and params as keyword arguments,
+plus a ``provenance`` dict for the Parquet metadata) and lmad.job.execute runs it, its logging
+sent to the rule's ``log:`` file: in a child of the warm worker (lmad.worker) when a local run has
+one that takes it, else in the script's own process.
 """
 from __future__ import annotations
 
@@ -17,15 +17,13 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from .backend_registry import loads_a_model
-from .job import Job, execute
+from .job import Job
 from .job_resources import SERVER_DEFAULTS_ENV, server_sizing
-from .worker_client import hand_over
 
 
 # Inputs that only order jobs (the stage reads them through its model spec).
 DEPENDENCY_ONLY = {"weights"}
-# The params ``stage`` sets: the stage function's name, which run_rule runs, and its code hash,
+# The params ``stage`` sets: the stage function's name, which build_job's job runs, and its code hash,
 # which only triggers reruns; no stage function receives them ("stage" is a param of rule generate's).
 FUNCTION, CODE = "function", "code"
 RERUN_ONLY = {FUNCTION, CODE}
@@ -100,18 +98,6 @@ def build_job(smk, function: str | Callable[..., None] | None = None) -> Job:
               "provenance": provenance(smk.rule, dict(smk.wildcards.items()), params, prompts)}
     kwargs.update(served_placement(params, server_defaults()))
     return Job(smk.rule, smk.log[0] if smk.log else None, function, kwargs)
-
-
-def run_rule(smk, function: str | Callable[..., None] | None = None) -> None:
-    """Run a rule's job (``build_job``) in a child of the warm worker when a local run has one
-    that takes it, else here."""
-    job = build_job(smk, function)
-    # a stage given as a function object, or one that loads a model into its own process, runs here
-    status = None if not isinstance(job.stage, str) or loads_a_model(job.kwargs) else hand_over(job, job.stage)
-    if status is None:
-        execute(job)
-    elif status:
-        raise SystemExit(status)
 
 
 def code_hash(*functions: str) -> str:

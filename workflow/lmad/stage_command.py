@@ -48,7 +48,7 @@ class JobSpec:
 
 def decode_job(rule: str, logs: list[str], line: str) -> SimpleNamespace:
     """The job ``STAGE_COMMAND`` hands to the script: rule, log files, and the line's input,
-    output, params and wildcards (mappings by name), as lmad.smk.run_rule reads them."""
+    output, params and wildcards (mappings by name), as lmad.smk.build_job reads them."""
     try:
         data = pickle.loads(zlib.decompress(base64.b64decode(line.strip(), validate=True)))
         if not (isinstance(data, dict) and {"input", "output", "params", "wildcards"} <= set(data)):
@@ -57,11 +57,6 @@ def decode_job(rule: str, logs: list[str], line: str) -> SimpleNamespace:
         raise SystemExit(f"rule {rule}: no job on stdin ({type(err).__name__}: {err}); "
                          f"workflow/scripts/stage.py runs as the rules' command, lmad.stage_command.STAGE_COMMAND")
     return SimpleNamespace(rule=rule, log=list(logs), **data)
-
-
-def _named(files) -> dict[str, Any]:
-    """Named entries of a Snakemake file list as plain str and lists of str."""
-    return {k: [str(f) for f in v] if isinstance(v, list) else str(v) for k, v in files.items()}
 
 
 def _wildcards_only(value: Callable) -> bool:
@@ -80,6 +75,8 @@ def job_param(rule: str, params: list[tuple[str, Any]], runner: str = "") -> Cal
     words). A function among the params must take the wildcards alone: what a stage receives is
     what Snakemake would pass it."""
     from snakemake.io import apply_wildcards  # the Snakefile's process only
+
+    from .smk import _named
 
     for name, value in params:
         if name == JOB_PARAM:
@@ -126,7 +123,7 @@ def run_line(rule: str, logs: list[str], line: str) -> None:
     """What a rule's command runs (lmad.stage_command): its job line in a child of the warm
     worker, or, where none takes it (none runs, or it refused: another interpreter or checkout, a
     job that loads a model), here."""
-    status = hand_over(("line", rule, logs, line), f"rule {rule}")
+    status = hand_over(rule, logs, line)
     if status is None:
         from .job import execute
         from .smk import build_job

@@ -13,7 +13,7 @@ runs the stage and sends back its exit status.
   its stage itself), stopped by ``onsuccess``/``onerror``; it also exits when the Snakemake
   process that started it is gone. ``warm_worker: false`` in the config or ``LMAD_WORKER=0``
   in the environment turns it off.
-* A job that cannot use it (no worker yet or any more, a stage given as a function object)
+* A job that cannot use it (no worker yet or any more, another interpreter or checkout)
   runs in its own process as before: the worker changes speed, never results. Stages that
   load a model in process (transformers, vLLM) always do: they take seconds to load anyway,
   and their runtimes' threads and GPUs are better off in a process of their own.
@@ -48,17 +48,15 @@ _POLL_S = 0.5
 
 # ---- the job's side -----------------------------------------------------------------------
 
-def job_of(request: Any) -> Any:
-    """The job a child was handed: a Job as is, a rule's job line (lmad.stage_command.run_line)
+def job_of(request: tuple[str, list[str], str]) -> Any:
+    """The job a child was handed as (rule, log files, job line) (lmad.stage_command.run_line),
     built as its script would (lmad.smk.build_job); None for a job that loads a model into its
     own process, which the script then runs itself."""
-    if isinstance(request, tuple) and request[:1] == ("line",):
-        from .smk import build_job
-        from .stage_command import decode_job
+    from .smk import build_job
+    from .stage_command import decode_job
 
-        _, rule, logs, line = request
-        request = build_job(decode_job(rule, logs, line))
-    return None if loads_a_model(request.kwargs) else request
+    job = build_job(decode_job(*request))
+    return None if loads_a_model(job.kwargs) else job
 
 
 # ---- the server ---------------------------------------------------------------------------

@@ -9,8 +9,6 @@ import pickle
 import socket
 import struct
 import sys
-from typing import Any
-
 ENV = "LMAD_WORKER_SOCKET"       # set in Snakemake's environment, inherited by every local job
 SWITCH = "LMAD_WORKER"           # "0" turns the worker off
 HEADER = struct.Struct("!Q")
@@ -37,16 +35,16 @@ def recv_exact(conn: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def hand_over(request: Any, name: str) -> int | None:
-    """Run ``request`` (an ``lmad.job.Job``, or a rule's job line: lmad.worker.job_of) in a child
-    of the warm worker; its exit status, or None when no worker takes it (then the caller runs it
-    itself). ``name``: what the job is called in a message."""
+def hand_over(rule: str, logs: list[str], line: str) -> int | None:
+    """Run rule ``rule``'s job line (lmad.stage_command; its log files ``logs``) in a child of the
+    warm worker, which builds the job (lmad.worker.job_of); its exit status, or None when no worker
+    takes it (then the caller runs it itself)."""
     path = os.environ.get(ENV)
     if not path or os.environ.get(SWITCH) == "0":
         return None
     try:
         # the job is pickled inside: a child of other code refuses it before unpickling it
-        inner = pickle.dumps((request, os.getcwd(), dict(os.environ)), protocol=pickle.HIGHEST_PROTOCOL)
+        inner = pickle.dumps(((rule, logs, line), os.getcwd(), dict(os.environ)), protocol=pickle.HIGHEST_PROTOCOL)
         payload = pickle.dumps((identity(), inner), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # an unpicklable param: the job runs here
         return None
@@ -63,7 +61,7 @@ def hand_over(request: Any, name: str) -> int | None:
     if status == STATUS.pack(REFUSED):
         return None
     if len(status) < STATUS.size:
-        print(f"lmad worker: the process running {name} ended without a status "
+        print(f"lmad worker: the process running rule {rule} ended without a status "
               "(killed?); see the job's log", file=sys.stderr)
         return 1
     return STATUS.unpack(status)[0]
