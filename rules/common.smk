@@ -105,7 +105,7 @@ def paper_du_outputs():
 
 def paper_figure_outputs():
     """Rule paper_figures' outputs: PNG (in the report) and PDF of each figure the run draws."""
-    captions = {"accuracy": "accuracy", "pareto": "pareto", "rounds": "rounds", "lmad_trace": "trace"}
+    captions = {"accuracy": "accuracy", "pareto": "pareto", "lmad_trace": "trace"}
     out = {}
     for f in plan.paper.figures():
         out[f"{f}_png"] = paper_report(f"{f}.png", captions[f])

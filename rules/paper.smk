@@ -1,7 +1,8 @@
 # Paper tables, figures and trace viewer (docs/analysis.md "Paper tables and figures"): Parquet of every
 # backbone in, results/paper/ out, no model calls. One rule per table, so editing one
-# function's code reruns only its rule (`snakemake paper`); the figures are one job
-# (paper_figures), as matplotlib's import is most of a figure's cost.
+# function's code reruns only its rule (`snakemake paper`); the figures of the judgments are one
+# job (paper_figures), as matplotlib's import is most of a figure's cost; the round-wise accuracy
+# figure is drawn by paper_dynamics from its table's rows, when the debates end.
 
 
 # The viewer and the figures are the longest jobs after judging (4 s each at 4 x 500): they start
@@ -126,7 +127,6 @@ rule paper_figures:
         judgments=plan.paper.judgments(),
         predictions=plan.paper.predictions(),
         questions=plan.questions.configured(),
-        rounds=plan.paper.debate_rounds,
         traces=plan.paper.traces(list(TRACE_FIGURE_METHODS)),
     output:
         **paper_figure_outputs(),
@@ -171,6 +171,8 @@ rule paper_dynamics:
     output:
         csv=layout.paper("dynamics.csv"),
         md=paper_report("dynamics.md", "dynamics"),
+        rounds_png=paper_report("rounds.png", "rounds"),
+        rounds_pdf=layout.paper("rounds.pdf"),
     log:
         "logs/paper/dynamics.log",
     params:

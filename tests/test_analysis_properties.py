@@ -195,10 +195,11 @@ def check_headroom(run: Run, data: dict, out: Path):
         assert abs(float(r["final_em"]) - np.mean(cells)) < 1e-9
 
 
-def check_dynamics(run: Run, data: dict, out: Path):
+def check_dynamics(run: Run, data: dict, out: Path, figures: bool):
     rounds = sum(data["rounds"].values(), [])
+    drawn = {f"rounds_{ext}": str(out / f"rounds.{ext}") for ext in ("png", "pdf")} if figures else {}
     P.dynamics_table(data["questions"], rounds, str(out / "dynamics.csv"), str(out / "dynamics.md"),
-                     backbones=run.backbones, provenance={})
+                     backbones=run.backbones, provenance={}, **drawn)
     md = (out / "dynamics.md").read_text()
     assert ("No debate method in this run" in md) == (not rounds)
     for r in rows_of(out / "dynamics.csv"):
@@ -220,11 +221,11 @@ def check_viewer(run: Run, data: dict, out: Path):
 def check_figures(run: Run, data: dict, tmp: Path):
     out = tmp / "results" / "paper"
     judgments, preds = sum(data["judgments"].values(), []), sum(data["predictions"].values(), [])
-    P.figures(judgments, data["validation"], preds, data["questions"], sum(data["rounds"].values(), []),
-              sum(data["traces"].values(), []), backbones=run.backbones, datasets=run.datasets,
-              methods=run.methods, metric=run.metric, trace_questions=2, provenance={},
+    P.figures(judgments, data["validation"], preds, data["questions"], sum(data["traces"].values(), []),
+              backbones=run.backbones, datasets=run.datasets, methods=run.methods, metric=run.metric,
+              trace_questions=2, provenance={},
               **{f"{f}_{ext}": str(out / f"{f}.{ext}") for f in P.FIGURES for ext in ("png", "pdf")})
-    names = ["accuracy", "pareto", "rounds", "lmad_trace"]
+    names = ["accuracy", "pareto", "rounds", "lmad_trace"]  # rounds: check_dynamics's
     for b in run.backbones:
         a = tmp / "results" / b / "analysis"
         A.plot_accuracy(str(a / "accuracy.parquet"), data["validation"], str(a / "accuracy.png"),
@@ -245,7 +246,7 @@ def check_run(run: Run, tmp: Path, figures: bool, resamples: int = 50):
     check_table2(run, data, out)
     check_cost(run, data, out)
     check_headroom(run, data, out)
-    check_dynamics(run, data, out)
+    check_dynamics(run, data, out, figures)
     check_viewer(run, data, out)
     if figures:
         check_figures(run, data, tmp)
@@ -293,6 +294,7 @@ def test_every_analysis_and_paper_table_on_any_valid_run(tmp_path_factory, run):
 def test_every_figure_on_any_valid_run(tmp_path_factory, run):
     data = write_run(run, tmp := tmp_path_factory.mktemp("fig"))
     check_analyze(run, data, tmp, 20)
+    check_dynamics(run, data, tmp / "results" / "paper", figures=True)
     check_figures(run, data, tmp)
 
 
@@ -372,14 +374,15 @@ def test_table1_says_it_is_empty_without_a_table1_method(tmp_path):
 def test_dynamics_says_there_is_no_debate_method(tmp_path):
     # a header-only table
     run, data = edge_run(tmp_path, ["hotpotqa"], ["lmad"], {"hotpotqa": 1}, {})
-    check_dynamics(run, data, tmp_path)
+    check_dynamics(run, data, tmp_path, figures=True)
+    assert (tmp_path / "rounds.pdf").read_bytes()[:4] == b"%PDF"
 
 
 def test_dynamics_curve_of_a_method_has_only_its_own_rounds(tmp_path):
     # MAD (1 round) was shown with Consensus's rounds 2..3 as "–/–"
     run, data = edge_run(tmp_path, ["hotpotqa"], ["mad", "consensus"], {"hotpotqa": 3}, {},
                          rounds={"mad": 1, "consensus": 3})
-    check_dynamics(run, data, tmp_path)
+    check_dynamics(run, data, tmp_path, figures=False)
     md = (tmp_path / "dynamics.md").read_text()
     mad = next(line for line in md.splitlines() if "| MAD |" in line)
     assert mad.split("|")[3].count("→") == 1 and "–/–" not in mad
@@ -388,7 +391,7 @@ def test_dynamics_curve_of_a_method_has_only_its_own_rounds(tmp_path):
 def test_trace_figure_without_an_lmad_trace(tmp_path):
     # polars ColumnNotFoundError "method" in select_trace_questions
     run, data = edge_run(tmp_path, ["hotpotqa"], ["cot"], {"hotpotqa": 1}, {})
-    P.figures(data["judgments"]["b0"], data["validation"], [], data["questions"], [], [], backbones=run.backbones,
+    P.figures(data["judgments"]["b0"], data["validation"], [], data["questions"], [], backbones=run.backbones,
               datasets=run.datasets, methods=run.methods, metric=run.metric, trace_questions=2, provenance={},
               lmad_trace_png=str(tmp_path / "t.png"), lmad_trace_pdf=str(tmp_path / "t.pdf"))
     assert (tmp_path / "t.pdf").read_bytes()[:4] == b"%PDF"

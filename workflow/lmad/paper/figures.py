@@ -13,7 +13,6 @@ from ..plotting import pyplot, save
 from ..registry import TRACE_FIGURE_METHODS
 from ..stats import wilson_interval
 from . import label
-from .dynamics import correctness_by_round, dynamics
 
 
 def accuracy_bar(k: float, n: int) -> tuple[float, float, float]:
@@ -101,13 +100,12 @@ def pareto(judged: pl.DataFrame, preds: pl.DataFrame, png: str, pdf: str, backbo
     save(fig, png, pdf, f"{head.label} vs generated tokens")
 
 
-def round_accuracy(golds: dict, paths: list[str]) -> list[dict]:
-    """Agent-level and strict-majority accuracy per round of one method on one dataset
-    (``lmad.paper.dynamics``: each question's answer type decides; a question that stopped early
-    keeps its last answers)."""
-    row = dynamics(correctness_by_round(golds, paths))
+def round_accuracy(row: dict, n_rounds: int) -> list[dict]:
+    """Agent-level and strict-majority accuracy per round of one method on one dataset, from its
+    ``lmad.paper.dynamics.dynamics`` row (each question's answer type decides; a question that
+    stopped early keeps its last answers) over its ``n_rounds`` rounds."""
     return [{"round": t, "agent_acc": row.get(f"agent_acc_r{t}", math.nan),
-             "majority_acc": row.get(f"majority_acc_r{t}", math.nan), "n": row["n"]} for t in range(len(paths))]
+             "majority_acc": row.get(f"majority_acc_r{t}", math.nan), "n": row["n"]} for t in range(n_rounds)]
 
 
 def group_rounds(paths: list[str]) -> dict[tuple[str, str, str], list[str]]:
@@ -119,13 +117,15 @@ def group_rounds(paths: list[str]) -> dict[tuple[str, str, str], list[str]]:
     return {k: [p for _, p in sorted(v)] for k, v in sorted(groups.items())}
 
 
-def rounds(golds: dict, paths: list[str], png: str, pdf: str, backbones) -> None:
-    """Round-wise accuracy of every debate method, macro-averaged over datasets."""
+def rounds(per_dataset: list[tuple[tuple[str, str, str], dict, int]], png: str, pdf: str, backbones) -> None:
+    """Round-wise accuracy of every debate method, macro-averaged over datasets. ``per_dataset``:
+    ((backbone, dataset, method), its dynamics row, its number of rounds) for each of the run's
+    debates (rule paper_dynamics computes the rows for its table and draws this figure from them)."""
     plt = pyplot()
     fig, axes = plt.subplots(1, len(backbones), figsize=(4 * len(backbones), 3.2), squeeze=False)
     curves: dict[tuple[str, str], list[list[dict]]] = {}
-    for (b, d, m), ps in group_rounds(paths).items():
-        curves.setdefault((b, m), []).append(round_accuracy(golds, ps))
+    for (b, _, m), row, n_rounds in per_dataset:
+        curves.setdefault((b, m), []).append(round_accuracy(row, n_rounds))
     for ax, b in zip(axes[0], backbones):
         if not any(bb == b for bb, _ in curves):
             ax.text(0.5, 0.5, "no debate method in this run", ha="center", transform=ax.transAxes)

@@ -19,37 +19,55 @@ optional: without them the viewer is what it was.
 """
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections import defaultdict
 
 from .. import layout
-from ..atomic import write_text
+from ..atomic import replacing
 from ..schemas import read_table
 from .figures import group_rounds
 
 
-def _script_safe(text: str) -> str:
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
-        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+# what must not appear raw in the script element, as UTF-8 bytes: the page's JSON is bytes from
+# polars to the file (4 x 500 questions, L = 10: ~90 MB), never one Python string (a string with one
+# non-Latin-1 character holds 2-4 bytes a character, and each splice copied all of it)
+_UNSAFE = tuple((c.encode(), f"\\u{ord(c):04x}".encode()) for c in "<>&\u2028\u2029")
+
+
+def _script_safe(data: bytes) -> bytes:
+    for raw, escaped in _UNSAFE:
+        data = data.replace(raw, escaped)
+    return data
 
 
 def embed_json(data) -> str:
-    return _script_safe(json.dumps(data, ensure_ascii=False, sort_keys=True, default=str))
+    return _embed(data).decode()
 
 
-def table_json(traces: list[str] = (), rounds: list[str] = ()) -> dict[str, str]:
+def _embed(data) -> bytes:
+    return _script_safe(json.dumps(data, ensure_ascii=False, sort_keys=True, default=str).encode())
+
+
+def _frame_json(frame) -> bytes:
+    buf = io.BytesIO()
+    frame.write_json(buf)
+    return buf.getvalue()
+
+
+def table_json(traces: list[str] = (), rounds: list[str] = ()) -> dict[str, bytes]:
     """The debate rounds (``rounds``: one entry per dataset, method and round, with the agents'
     answers and responses) and LMAD traces (``traces``: one array of rows per table) as JSON
-    text, for ``render`` to embed and the page to file under their questions (``attach``)."""
+    (UTF-8), for ``render`` to embed and the page to file under their questions (``attach``)."""
     parts = []
     for (_, d, m), paths in group_rounds(rounds).items():
         for t, p in enumerate(paths):
             rows = read_table("samples", p).sort("qid", "agent").select("qid", "agent", "answer", "response")
-            parts.append(f'{{"dataset": {json.dumps(d)}, "method": {json.dumps(m)}, "round": {t}, '
-                         f'"rows": {rows.write_json()}}}')
-    traced = (read_table("lmad_trace", p).sort("iteration", maintain_order=True).write_json() for p in traces)
-    return {"rounds": "[" + ", ".join(parts) + "]", "traces": "[" + ", ".join(traced) + "]"}
+            head = f'{{"dataset": {json.dumps(d)}, "method": {json.dumps(m)}, "round": {t}, "rows": '.encode()
+            parts.append(head + _frame_json(rows) + b"}")
+    traced = (_frame_json(read_table("lmad_trace", p).sort("iteration", maintain_order=True)) for p in traces)
+    return {"rounds": b"[" + b", ".join(parts) + b"]", "traces": b"[" + b", ".join(traced) + b"]"}
 
 
 def _self_report(parsed: str) -> str:
@@ -187,18 +205,27 @@ if(DATA.questions.length)show(0);"""
 
 
 def render(title: str, questions: list[dict], judge_note: str = "", pushback_note: str = "",
-           tables: dict[str, str] | None = None) -> str:
-    """``pushback_note``: layer B's validation line (empty: layer B off); its labels are in
-    ``questions`` only when it passed. ``tables``: ``table_json``'s (none: no round, no trace)."""
+           tables: dict[str, bytes] | None = None) -> str:
+    """The page as text (``render_parts`` joined)."""
+    return b"".join(render_parts(title, questions, judge_note, pushback_note, tables)).decode()
+
+
+def render_parts(title: str, questions: list[dict], judge_note: str = "", pushback_note: str = "",
+                 tables: dict[str, bytes] | None = None) -> list[bytes]:
+    """The page as UTF-8 pieces in order. ``pushback_note``: layer B's validation line (empty:
+    layer B off); its labels are in ``questions`` only when it passed. ``tables``: ``table_json``'s
+    (none: no round, no trace), spliced into the data object as written: already JSON."""
     pushback = {"note": pushback_note, "passed": "validation PASSED" in pushback_note} if pushback_note else None
-    data = embed_json({"title": title, "questions": questions, "judge_note": judge_note, "pushback": pushback})
-    for name, text in (tables or {}).items():  # spliced in as written: already JSON
-        data = f"{data[:-1]}, {json.dumps(name)}: {_script_safe(text)}}}"
+    data = _embed({"title": title, "questions": questions, "judge_note": judge_note, "pushback": pushback})
     safe_title = re.sub(r"[<>&\"']", "", title)
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{safe_title}</title>"
-            f"<style>{_CSS}</style></head><body><nav><input id=\"filter\" placeholder=\"filter\">"
-            f"<div id=\"list\"></div></nav><main id=\"main\"></main>"
-            f"<script type=\"application/json\" id=\"data\">{data}</script><script>{_JS}</script></body></html>\n")
+    parts = [(f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{safe_title}</title>"
+              f"<style>{_CSS}</style></head><body><nav><input id=\"filter\" placeholder=\"filter\">"
+              f"<div id=\"list\"></div></nav><main id=\"main\"></main>"
+              f"<script type=\"application/json\" id=\"data\">").encode(), data[:-1]]
+    for name, text in (tables or {}).items():
+        parts += [f", {json.dumps(name)}: ".encode(), _script_safe(text)]
+    parts.append(f"}}</script><script>{_JS}</script></body></html>\n".encode())
+    return parts
 
 
 def write(questions: list[str], judgments: list[str], traces: list[str], rounds: list[str], html: str,
@@ -209,6 +236,7 @@ def write(questions: list[str], judgments: list[str], traces: list[str], rounds:
     backbone = layout.parse(judgments[0]).backbone if judgments else ""
     note = f"{head.warning} {head.validation}".strip() if head else ""
     by_turn, pushback_note = turn_labels(steps, lmad_reports, labels, pushback_validation)
-    text = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, by_turn), note, pushback_note,
-                  table_json(traces, rounds))
-    write_text(html, text)
+    parts = render_parts(f"LMAD trace viewer — {backbone}", collect(questions, judgments, by_turn), note,
+                         pushback_note, table_json(traces, rounds))
+    with replacing(html) as tmp, open(tmp, "wb") as f:
+        f.writelines(parts)

@@ -186,9 +186,9 @@ class PaperPlan:
         return {name: dataset_type(name, spec) for name, spec in self.plan.config["datasets"].items()}
 
     def figures(self) -> list[str]:
-        """The figures rule paper_figures draws: rounds needs a debate method, lmad_trace lmad or lmad-dag."""
-        return (["accuracy", "pareto"] + ["rounds"] * bool(self.plan.debate_methods)
-                + ["lmad_trace"] * any(m in self.plan.methods for m in TRACE_FIGURE_METHODS))
+        """The figures rule paper_figures draws: lmad_trace needs lmad or lmad-dag (the rounds figure,
+        with a debate method, is rule paper_dynamics')."""
+        return ["accuracy", "pareto"] + ["lmad_trace"] * any(m in self.plan.methods for m in TRACE_FIGURE_METHODS)
 
     def viewer_label_inputs(self, wildcards) -> dict:
         """The trace viewer's disagreement labels of one backbone: only the layers that are on (none

@@ -25,6 +25,8 @@ from ..schemas import read_table, write_table
 log = logging.getLogger(__name__)
 
 VERDICTS = {"correct": 1.0, "incorrect": 0.0}
+# one list for every judge call: the call key memoizes a constraint's JSON by identity (lmad.backends.base)
+_VERDICT_CHOICES = list(VERDICTS)
 
 #: the verdict of a prediction scored by its answer type's own rule (numbers, expressions,
 #: letters): no judge call, ``judge_correct`` null, ``correct`` the rule's decision
@@ -49,7 +51,7 @@ def judge_request(template: Prompt, question: dict, prediction: str, max_tokens:
     measures the judge exactly as the run uses it)."""
     gold = question["answer"] + (f" (also accepted: {', '.join(question['aliases'])})" if question["aliases"] else "")
     return ChatRequest(messages=template.render(question=question["question"], gold=gold, prediction=prediction),
-                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"choice": list(VERDICTS)},
+                       temperature=0.0, max_tokens=max_tokens, seed=0, constraint={"choice": _VERDICT_CHOICES},
                        role="judge")
 
 

@@ -353,17 +353,23 @@ def headroom_table(questions: list[str], proposals: list[str], judgments: list[s
 # ---- debate dynamics ----
 
 def dynamics_table(questions: list[str], rounds: list[str], csv: str, md: str, backbones: list[str],
-                   provenance: dict) -> None:
+                   provenance: dict, rounds_png: str | None = None, rounds_pdf: str | None = None) -> None:
     """Per backbone × method (macro over datasets) and per dataset: round-wise agent / strict-majority
     accuracy, R-final accuracy by initial composition and on TrueMAD's difficult questions, CPL, AME,
-    CMP1vK (lmad.paper.dynamics). Correctness is each question's answer type's own rule."""
+    CMP1vK (lmad.paper.dynamics). Correctness is each question's answer type's own rule. The
+    round-wise accuracies are drawn too where ``rounds_png`` and ``rounds_pdf`` are given (rule
+    paper_dynamics gives them): the figure is this table's curves, and this job runs when the
+    debates end, not on the run's last stretch after the judge."""
+    from ..paper import figures as draw
     from ..paper.dynamics import correctness_by_round, dynamics
-    from ..paper.figures import group_rounds
     from .units import read_golds
 
     golds = read_golds(questions)
-    rows = [{"backbone": b, "dataset": d, "method": m, **dynamics(correctness_by_round(golds, ps))}
-            for (b, d, m), ps in group_rounds(rounds).items()]
+    per_dataset = [(key, dynamics(correctness_by_round(golds, ps)), len(ps))
+                   for key, ps in draw.group_rounds(rounds).items()]
+    if rounds_png and rounds_pdf:
+        draw.rounds(per_dataset, rounds_png, rounds_pdf, backbones)
+    rows = [{"backbone": b, "dataset": d, "method": m, **row} for (b, d, m), row, _ in per_dataset]
     frame = pl.DataFrame(rows, infer_schema_length=None)
     _write_csv(csv, frame.to_dicts() if len(frame) else [])
     if frame.is_empty():
@@ -429,16 +435,17 @@ def agent_vote_markdown(frame: pl.DataFrame, runs: list[str]) -> str:
 
 # ---- figures / viewer: lmad.paper.figures, lmad.paper.viewer ----
 
-#: Every paper figure, in the order rule paper_figures draws them.
-FIGURES = ("accuracy", "pareto", "rounds", "lmad_trace")
+#: The paper figures of the judgments, in the order rule paper_figures draws them (the round-wise
+#: accuracy figure is rule paper_dynamics', ``dynamics_table``).
+FIGURES = ("accuracy", "pareto", "lmad_trace")
 
 
 def figures(judgments: list[str], validation: str, predictions: list[str], questions: list[str],
-            rounds: list[str], traces: list[str], backbones: list[str], datasets: list[str], methods: list[str],
+            traces: list[str], backbones: list[str], datasets: list[str], methods: list[str],
             metric: str, trace_questions: int, provenance: dict, **out: str) -> None:
-    """Every figure of the run in one job (rule paper_figures), so matplotlib is imported and
+    """The figures of the judgments in one job (rule paper_figures), so matplotlib is imported and
     the judgments read once. ``out`` holds ``<figure>_png`` and ``<figure>_pdf`` for each
-    figure of FIGURES the config asks for (rounds: debate methods; lmad_trace: LMAD)."""
+    figure of FIGURES the config asks for (lmad_trace: LMAD)."""
     from ..paper import figures as draw
     wanted = [f for f in FIGURES if f"{f}_png" in out]
     if unknown := set(out) - {f"{f}_{ext}" for f in FIGURES for ext in ("png", "pdf")}:
@@ -452,8 +459,6 @@ def figures(judgments: list[str], validation: str, predictions: list[str], quest
             draw.accuracy(scored, png, pdf, backbones, datasets, methods, head)
         elif f == "pareto":
             draw.pareto(scored, load("predictions", predictions), png, pdf, backbones, datasets, methods, head)
-        elif f == "rounds":
-            draw.rounds(_golds(questions), rounds, png, pdf, backbones)
         else:
             draw.lmad_trace(load("lmad_trace", traces), judged, _golds(questions), png, pdf, trace_questions)
         log.info("drew %s", png)

@@ -23,6 +23,7 @@ or blank ``conflict`` alone becomes the generic δ (``conflict_fallback``).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ...backends import ChatRequest
@@ -45,13 +46,19 @@ class Localization:
 
 def localization_schema(chain_lengths: list[int]) -> dict:
     """Exactly K integers in 1..longest chain; the per-agent bound is checked on parse."""
-    k = len(chain_lengths)
+    return _localization_schema(len(chain_lengths), max(chain_lengths))
+
+
+# one dict per shape, shared by every request of that shape and never changed (ChatRequest is
+# frozen): the call key memoizes a constraint's JSON by identity (lmad.backends.base)
+@functools.lru_cache(maxsize=256)
+def _localization_schema(k: int, longest: int) -> dict:
     return {
         "type": "object",
         "properties": {
             "conflict": {"type": "string", "maxLength": CONFLICT_MAX_CHARS},
             "witness": {"type": "array", "minItems": k, "maxItems": k,
-                        "items": {"type": "integer", "minimum": 1, "maximum": max(chain_lengths)}},
+                        "items": {"type": "integer", "minimum": 1, "maximum": longest}},
         },
         "required": ["conflict", "witness"],
         "additionalProperties": False,

@@ -29,6 +29,7 @@ Parsing is ``json.loads`` plus shape checks; model output is never evaluated.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ SENTENCE_SPLIT, ANSWER_ONLY = "sentence_split", "answer_only"
 CHARS_PER_WORD = 10
 
 
+@functools.lru_cache(maxsize=64)  # one dict per shape, shared by its requests: the call key memoizes its JSON by identity
 def extraction_schema(max_nodes: int, max_words: int) -> dict:
     return {
         "type": "object",

@@ -19,7 +19,7 @@ MAX_TOKENS = 4  # one constrained word
 def relation_request(prompt: Prompt, question: dict, nodes: list[str]) -> ChatRequest:
     claims = "\n".join(f"- {n}" for n in nodes)
     return ChatRequest(messages=prompt.render(question=question["question"], claims=claims), temperature=0.0,
-                       max_tokens=MAX_TOKENS, seed=0, constraint={"choice": list(CHOICES)},
+                       max_tokens=MAX_TOKENS, seed=0, constraint={"choice": CHOICES},
                        role="relation_check")
 
 

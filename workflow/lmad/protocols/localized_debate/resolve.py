@@ -11,6 +11,7 @@ says whether the output was an object with a ``nodes`` list at all — the commi
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from ...backends import ChatRequest
@@ -39,6 +40,7 @@ def item_chars(max_tokens: int) -> int:
     return max(MIN_ITEM_CHARS, min(MAX_CHARS, per_item))
 
 
+@functools.lru_cache(maxsize=64)  # one dict per shape, shared by its requests: the call key memoizes its JSON by identity
 def resolution_schema(max_tokens: int) -> dict:
     chars = item_chars(max_tokens)
 
