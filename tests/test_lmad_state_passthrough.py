@@ -86,3 +86,27 @@ def test_a_state_that_is_not_one_row_per_question_fails_naming_the_unit(tmp_path
     write_units("lmad_state", [(*UNITS[0], rows), (*UNITS[1], bad)], state)
     with pytest.raises(ValueError, match="hotpotqa/lmad-dag"):
         Units(UNITS, questions).state(str(state))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(per_file=st.lists(st.lists(st.one_of(st.none(), unit_states()), min_size=1, max_size=1), min_size=0, max_size=4),
+       units=st.permutations(UNITS + [("hotpotqa", "lmad-always")]))
+def test_every_iterations_rows_of_a_unit_are_each_files_rows_in_file_order(tmp_path, per_file, units):
+    """lmad_predict reads each stage table's iteration files once (schemas.read_unit_files): a
+    unit's frame is its rows of file 0, then file 1, ..., each with the file's position; a unit
+    absent from a file (or from every file, or no file at all) has no rows there."""
+    from lmad.schemas import TABLES, read_unit_files, read_unit_frames
+
+    paths = []
+    for k, [states] in enumerate(per_file):
+        path = tmp_path / f"iter{k}" / "state.parquet"
+        write_units("lmad_state", [(d, m, rows) for (d, m), rows in zip(UNITS, states or [])], path)
+        paths.append(str(path))
+    got = read_unit_files("lmad_state", paths, units, "_k")
+    assert len(got) == len(units)
+    for u, frame in enumerate(got):
+        parts = [f.with_columns(pl.lit(k, dtype=pl.Int64).alias("_k"))
+                 for k, p in enumerate(paths) for f in [read_unit_frames("lmad_state", p, units)[u]]]
+        expected = pl.concat(parts) if parts else frame.clear()
+        assert frame.schema == pl.Schema({**TABLES["lmad_state"][0], "_k": pl.Int64})
+        assert frame.equals(expected)

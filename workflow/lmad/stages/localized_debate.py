@@ -53,9 +53,9 @@ from ..protocols.localized_debate.localize import localization_request, localiza
 from ..protocols.localized_debate.premises import build_graph, chain_premises, premise_request
 from ..protocols.localized_debate.relation_check import parse_verdict, relation_request
 from ..protocols.localized_debate.resolve import parse_repair, resolution_request
-from ..protocols.localized_debate.trace import build_trace, lmad_prediction_rows
+from ..protocols.localized_debate.trace import ITERATION, build_trace_frames, lmad_prediction_rows
 from ..registry import method as registered_method
-from ..schemas import read_table, read_unit_frames, read_units, to_frame, write_table
+from ..schemas import read_table, read_unit_files, read_units, stack, to_frame, write_table
 from ..answers import reading_of
 from ..solver import derive_seed, sample_rows, solver_request
 from ..tones import tone_role
@@ -424,21 +424,21 @@ def predict_units(questions: list[str], final_state: str, samples: list[str], ch
     if any(len(paths) != len(unit_samples[0]) for paths in files.values()):
         raise ValueError(f"lmad_predict: iteration files {({k: len(v) for k, v in files.items()})} for "
                          f"{len(unit_samples[0])} iterations of generations")
-    # per table, per iteration, per unit
-    frames = {arg: [read_unit_frames(_ITERATION_TABLES[arg], path, units) for path in paths]
-              for arg, paths in files.items()}
+    # per table, per unit: every iteration's rows
+    frames = {arg: read_unit_files(_ITERATION_TABLES[arg], paths, units, ITERATION) for arg, paths in files.items()}
     final = read_units("lmad_state", final_state, units)
     # each question's dataset, per questions table (a table serves every method of its dataset)
     datasets_of = {path: dict(read_table("questions", path).select("qid", "dataset").iter_rows())
                    for path in set(questions)}
     for u, (dataset, method) in enumerate(units):
         datasets = datasets_of[questions[u]]
-        per_iteration = [{"samples": read_table("samples", g), **{arg: frames[arg][k][u] for arg in files}}
-                         for k, g in enumerate(unit_samples[u])]
-        trace_frame = write_table("lmad_trace", build_trace(datasets, method, per_iteration), trace[u], provenance)
+        tables = {"samples": stack([read_table("samples", g) for g in unit_samples[u]], ITERATION),
+                  **{arg: frames[arg][u] for arg in files}}
+        built = build_trace_frames(datasets, method, tables, len(unit_samples[u]))
+        trace_frame = write_table("lmad_trace", built, trace[u], provenance)
         write_table("predictions", lmad_prediction_rows(datasets, method, final[u], trace_frame), predictions[u],
                     provenance)
-        log.info("%s on %s: %d predictions over %d iterations", method, dataset, len(datasets), len(per_iteration))
+        log.info("%s on %s: %d predictions over %d iterations", method, dataset, len(datasets), len(unit_samples[u]))
 
 
 def predict_methods(questions: list[str], final_state: str, samples: list[str], chains: list[str],

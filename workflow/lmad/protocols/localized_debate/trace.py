@@ -19,7 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from ...call_accounting import COST_COLUMNS
-from ...schemas import TABLES
+from ...schemas import TABLES, stack
 
 # stage table → the role of its calls
 CALL_TABLES = {"samples": "solver", "chains": "extractor", "localizations": "localizer", "positions": "debater",
@@ -55,21 +55,25 @@ def _calls(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="vertical")
 
 
-def _by_iteration(per_iteration: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
-    """Each stage table of every iteration in one frame, its iteration as ``_k`` (one pipeline for
-    all iterations: each polars collect costs ~0.3 ms, a per-iteration pipeline dozens of them)."""
-    return {name: pl.concat([t[name].with_columns(pl.lit(k, dtype=pl.Int64).alias("_k"))
-                             for k, t in enumerate(per_iteration)], how="vertical")
-            for name in (*CALL_TABLES, "commits")}
+#: the column of a stage table's rows that holds their iteration (``build_trace_frames``' input)
+ITERATION = "_k"
+TRACE_TABLES = (*CALL_TABLES, "commits")
 
 
 def build_trace(datasets: dict[str, str], method: str, per_iteration: list[dict[str, pl.DataFrame]]) -> pl.DataFrame:
     """The trace table of one unit (unsorted: write_table sorts it). ``per_iteration[k]`` holds
     iteration k's frames of samples, chains, localizations, positions, repairs, relations and
     commits; ``datasets``: each question's dataset."""
-    if not per_iteration:
+    tables = {name: stack([t[name] for t in per_iteration], ITERATION) for name in TRACE_TABLES}
+    return build_trace_frames(datasets, method, tables, len(per_iteration))
+
+
+def build_trace_frames(datasets: dict[str, str], method: str, t: dict[str, pl.DataFrame], iterations: int) -> pl.DataFrame:
+    """``build_trace`` from each stage table's rows of all ``iterations`` iterations in one frame
+    (``t[name]``), their iteration in column ``ITERATION`` (lmad.schemas.read_unit_files): one
+    pipeline for all iterations, as each polars operation costs ~0.3 ms."""
+    if not iterations:
         return pl.DataFrame(schema=_TRACE)
-    t = _by_iteration(per_iteration)
     keys = ["_k", "qid"]
     commits, calls = t["commits"], _calls(t)
     stray = calls.join(commits.select(keys), on=keys, how="anti").sort(keys)
@@ -121,7 +125,7 @@ def build_trace(datasets: dict[str, str], method: str, per_iteration: list[dict[
         if_located("witness"), if_located("witness_fallback"), if_located("segments"), if_located("positions", positions),
         "repair_nodes", "quotes", "checks", "admitted", pl.col("committed").alias("committed_after"),
         "stop_reason", "prediction", *(pl.col(c).fill_null(0).cast(pl.Int64) for c in COST_COLUMNS),
-        _or_empty("call_log"), (pl.col("_k") == len(per_iteration) - 1).alias("final_iteration"),
+        _or_empty("call_log"), (pl.col("_k") == iterations - 1).alias("final_iteration"),
         _or_empty("premises"), _or_empty("sources"), _or_empty("graph_fallbacks"),
         _or_empty("witnesses"), _or_empty("segment_indices"), _or_empty("conflicts"))
     return frame
