@@ -5,7 +5,7 @@
 # figure is drawn by paper_dynamics from its table's rows, when the debates end.
 
 
-# The viewer and the figures are the longest jobs after judging (4 s each at 4 x 500): they start
+# The viewer and the figures are the longest jobs after judging (~2 s each at 4 x 500): they start
 # first when the judgments are in, and the short tables fill the other core.
 PAPER_TAIL_PRIORITY = 5
 
