@@ -548,9 +548,9 @@ def test_the_viewer_embeds_the_graphs_and_its_script_parses(tmp_path, monkeypatc
 
     run = Run(tmp_path, monkeypatch, [BRANCH_Q], branch_responder())
     run()
-    html = render("t", [{"dataset": "hotpotqa", "qid": "branches", "question": "q", "answer": "a", "aliases": [],
-                         "context": [], "methods": {}, "labels": {}}], "", "",
-                  table_json(traces=[str(tmp_path / "lmad-dag" / "trace.parquet")]))
+    html = b"".join(render("t", [{"dataset": "hotpotqa", "qid": "branches", "question": "q", "answer": "a",
+                                  "aliases": [], "context": [], "methods": {}, "labels": {}}], "", "",
+                           table_json(traces=[str(tmp_path / "lmad-dag" / "trace.parquet")]))).decode()
     data = json.loads(html.split('id="data">', 1)[1].split("</script>", 1)[0])
     first = data["traces"][0][0]
     assert first["premises"][0] == [[], [1], [], [3], [2, 4]] and first["segment_indices"][1] == [3, 4]

@@ -4,12 +4,17 @@ import json
 from lmad.paper.viewer import embed_json, render, table_json
 
 
+def page(*args) -> str:
+    """The viewer page as one text (``render`` gives its UTF-8 pieces)."""
+    return b"".join(render(*args)).decode()
+
+
 def test_embedded_json_is_script_safe():
     nasty = {"question": "a </script><script>alert(1)</script> & <!-- b \u2028", "methods": {}}
-    text = embed_json({"questions": [nasty]})
+    text = embed_json({"questions": [nasty]}).decode()
     assert "<" not in text and ">" not in text and "&" not in text
     assert json.loads(text)["questions"][0] == nasty
-    html = render("t </title>", [nasty])
+    html = page("t </title>", [nasty])
     data = html.split('id="data">', 1)[1].split("</script>", 1)[0]
     assert json.loads(data)["questions"][0]["question"] == nasty["question"]
     assert html.count("</script>") == 2
@@ -26,7 +31,7 @@ def test_rounds_and_traces_go_in_as_polars_json_and_stay_script_safe(tmp_path, m
         write_table("samples", [{"qid": "q0", "stage": "mad", "round": t, "agent": a, "temperature": 0.5, "seed": 0,
                                  "response": f"{nasty} {t}{a}", "answer": "Alpha", "answer_norm": "alpha",
                                  "answer_method": "answer_line", **call} for a in (1, 0)], path)
-    html = render("t", [{"dataset": "hotpotqa", "qid": "q0", "question": "Which?", "answer": "Alpha", "aliases": [],
+    html = page("t", [{"dataset": "hotpotqa", "qid": "q0", "question": "Which?", "answer": "Alpha", "aliases": [],
                          "context": [], "methods": {}, "labels": {}}], "", "", table_json(rounds=rounds))
     data = html.split('id="data">', 1)[1].split("</script>", 1)[0]
     assert "<" not in data and ">" not in data and "&" not in data
@@ -85,7 +90,7 @@ def test_turn_labels_of_the_disagreement_layers(tmp_path, monkeypatch):
                             "C removed": "none (changed mind: yes)", "C kept": "full (changed mind: no)"}
     assert mad["0:1:1"] == {"A": "unparsable"}
     assert lmad["1:1:2"] == {"A": "none (changed mind: yes)", "B": "disagree / challenge"}
-    html = render("t", collect(["questions.parquet"], [], by_turn), "", note)
+    html = page("t", collect(["questions.parquet"], [], by_turn), "", note)
     data = _data(html)
     assert data["pushback"]["passed"] and data["questions"][0]["labels"]["mad@hostile"]["0:1:0"]["B"]
 
@@ -97,7 +102,7 @@ def test_turn_labels_of_the_disagreement_layers(tmp_path, monkeypatch):
         write_table("samples", [{"qid": "q0", "stage": "mad@hostile", "round": t, "agent": a, "temperature": 0.5,
                                  "seed": 0, "response": f"r{t}{a}", "answer": "Alpha", "answer_norm": "alpha",
                                  "answer_method": "answer_line", **call} for a in (0, 1)], rounds[-1])
-    html = render("t", collect(["questions.parquet"], [], failed), "", note, table_json(rounds=rounds))
+    html = page("t", collect(["questions.parquet"], [], failed), "", note, table_json(rounds=rounds))
     data = _data(html)
     assert data["pushback"] == {"note": note, "passed": False}
     dom = _dom(html, tmp_path)
@@ -108,7 +113,7 @@ def test_turn_labels_of_the_disagreement_layers(tmp_path, monkeypatch):
 
     # layers off: no input, no label, no note; the page is what it was
     assert turn_labels() == ({}, "")
-    data = _data(render("t", collect(["questions.parquet"], []), ""))
+    data = _data(page("t", collect(["questions.parquet"], []), ""))
     assert data["pushback"] is None and data["questions"][0]["labels"] == {}
 
 

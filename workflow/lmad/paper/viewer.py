@@ -42,11 +42,8 @@ def _script_safe(data: bytes) -> bytes:
     return data
 
 
-def embed_json(data) -> str:
-    return _embed(data).decode()
-
-
-def _embed(data) -> bytes:
+def embed_json(data) -> bytes:
+    """``data`` as script-safe JSON (UTF-8)."""
     return _script_safe(json.dumps(data, ensure_ascii=False, sort_keys=True, default=str).encode())
 
 
@@ -205,18 +202,12 @@ if(DATA.questions.length)show(0);"""
 
 
 def render(title: str, questions: list[dict], judge_note: str = "", pushback_note: str = "",
-           tables: dict[str, bytes] | None = None) -> str:
-    """The page as text (``render_parts`` joined)."""
-    return b"".join(render_parts(title, questions, judge_note, pushback_note, tables)).decode()
-
-
-def render_parts(title: str, questions: list[dict], judge_note: str = "", pushback_note: str = "",
-                 tables: dict[str, bytes] | None = None) -> list[bytes]:
+           tables: dict[str, bytes] | None = None) -> list[bytes]:
     """The page as UTF-8 pieces in order. ``pushback_note``: layer B's validation line (empty:
     layer B off); its labels are in ``questions`` only when it passed. ``tables``: ``table_json``'s
     (none: no round, no trace), spliced into the data object as written: already JSON."""
     pushback = {"note": pushback_note, "passed": "validation PASSED" in pushback_note} if pushback_note else None
-    data = _embed({"title": title, "questions": questions, "judge_note": judge_note, "pushback": pushback})
+    data = embed_json({"title": title, "questions": questions, "judge_note": judge_note, "pushback": pushback})
     safe_title = re.sub(r"[<>&\"']", "", title)
     parts = [(f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{safe_title}</title>"
               f"<style>{_CSS}</style></head><body><nav><input id=\"filter\" placeholder=\"filter\">"
@@ -236,7 +227,7 @@ def write(questions: list[str], judgments: list[str], traces: list[str], rounds:
     backbone = layout.parse(judgments[0]).backbone if judgments else ""
     note = f"{head.warning} {head.validation}".strip() if head else ""
     by_turn, pushback_note = turn_labels(steps, lmad_reports, labels, pushback_validation)
-    parts = render_parts(f"LMAD trace viewer — {backbone}", collect(questions, judgments, by_turn), note,
+    parts = render(f"LMAD trace viewer — {backbone}", collect(questions, judgments, by_turn), note,
                          pushback_note, table_json(traces, rounds))
     with replacing(html) as tmp, open(tmp, "wb") as f:
         f.writelines(parts)
