@@ -1,7 +1,7 @@
 """The warm worker (lmad.worker): a job it takes runs in a forked child with the script's
-streams, environment and working directory, fails the way the script would, dies with its
-script, and a job it cannot take runs in the script's own process; a workflow gives the same
-tables with and without it."""
+streams, environment and working directory and a settled heap (lmad.heap), fails the way the
+script would, dies with its script, and a job it cannot take runs in the script's own process;
+a workflow gives the same tables with and without it."""
 import json
 import os
 import shutil
@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from conftest import REPO, make_config, snakemake
-from lmad import worker
+from lmad import heap, worker
 from lmad.liveness import alive
 
 TESTS = Path(__file__).parent
@@ -57,6 +57,7 @@ def test_a_job_runs_in_a_child_of_the_worker_with_the_scripts_streams_env_and_cw
     seen = json.loads((tmp_path / "out.json").read_text())
     assert seen["ppid"] == worker._SERVER["proc"].pid  # forked from the worker, not the script
     assert (seen["cwd"], seen["env"], seen["rule"]) == (str(tmp_path), "from the job", "probe")
+    assert seen["heap"] == [True, list(heap.THRESHOLD)]  # the imports frozen before the fork
     assert out == "to stdout\n" and err == "to stderr\n"
     assert "forked from the warm worker" in (tmp_path / "job.log").read_text()
 
@@ -91,6 +92,7 @@ def test_without_a_worker_or_for_an_in_process_model_the_script_runs_the_stage(t
         assert rc == 0, err
         seen = json.loads((tmp_path / "out.json").read_text())
         assert seen["ppid"] != worker._SERVER["proc"].pid
+        assert seen["heap"] == [True, list(heap.THRESHOLD)]  # settled as the worker's children are
         assert "forked" not in (tmp_path / "job.log").read_text()
     other = tmp_path / "other"  # another checkout of the code on the job's path: refused
     shutil.copytree(REPO / "workflow" / "lmad", other / "lmad", ignore=shutil.ignore_patterns("__pycache__"))

@@ -1,4 +1,5 @@
 """A stage for tests/test_worker.py: the warm worker's child imports it by name."""
+import gc
 import json
 import os
 import sys
@@ -16,4 +17,5 @@ def probe(out, provenance, mode="ok", model=None):
         time.sleep(30)
     with open(out, "w") as f:
         json.dump({"pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(), "env": os.environ.get("PROBE"),
-                   "rule": provenance["rule"]}, f)
+                   "rule": provenance["rule"],
+                   "heap": [gc.get_freeze_count() > 0, list(gc.get_threshold())]}, f)

@@ -125,9 +125,12 @@ def run_line(rule: str, logs: list[str], line: str) -> None:
     job that loads a model), here."""
     status = hand_over(rule, logs, line)
     if status is None:
+        from .heap import settle
         from .job import execute
         from .smk import build_job
 
-        execute(build_job(decode_job(rule, logs, line)))
+        job = build_job(decode_job(rule, logs, line))
+        settle()  # as the worker's children run (lmad.heap)
+        execute(job)
     elif status:
         raise SystemExit(status)

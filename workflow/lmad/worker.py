@@ -40,6 +40,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from . import heap
 from .backend_registry import loads_a_model
 from .worker_client import ENV, HEADER, REFUSED, STATUS, SWITCH, identity, recv_exact
 
@@ -99,6 +100,7 @@ def serve(path: str, parent: int) -> None:
     listener = None
     try:
         preload()
+        heap.settle()  # the children never scan what the imports left (lmad.heap)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)  # jobs that find no socket yet run in their own process
         listener.listen(64)
