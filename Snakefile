@@ -34,10 +34,6 @@ for study_rules in plan.study_rules():
 # Every rule whose command is STAGE gets the job line its script reads (lmad.stage_command).
 attach_stage_jobs(workflow.rules, STAGE_RUNNER)
 
-# Snakemake's command line never scans its imports' and the rules' objects again (lmad.heap).
-if snakemake_command(sys.argv):
-    settle_heap()
-
 
 # One engine per model per run: a served model's stage jobs are clients of its server, so
 # under SLURM they run on the submit host, and their server is the model's one SLURM job.

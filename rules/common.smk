@@ -20,11 +20,17 @@ import lmad
 if os.path.realpath(os.path.dirname(lmad.__file__)) != os.path.realpath(os.path.join(LIBRARY, "lmad")):
     raise WorkflowError(f"lmad was imported from {os.path.dirname(lmad.__file__)}, not from this checkout's {LIBRARY}")
 
+from lmad.heap import settle as settle_heap, snakemake_command
+
+# Snakemake's command line never scans what its imports left again (lmad.heap): the parse's
+# imports and the DAG then take two full collections instead of three
+if snakemake_command(sys.argv):
+    settle_heap()
+
 from lmad import layout
 from lmad.config_schema import SCHEMA as CONFIG_SCHEMA, validate as validate_config
 from lmad.config_checks import check_config, check_method_names, schema_error, serve_by_default
 from lmad.data.loaders import resolve_path
-from lmad.heap import settle as settle_heap, snakemake_command
 from lmad.job_resources import SERVER_DEFAULTS_ENV, profile_defaults
 from lmad.plan import LMAD_CHAIN_PRIORITY, Plan
 from lmad.registry import METHODS, TABLE2_METHODS, TRACE_FIGURE_METHODS

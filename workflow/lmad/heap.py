@@ -1,6 +1,6 @@
-"""The garbage collector of the pipeline's own processes: Snakemake's command line (the Snakefile
-settles it once parsed), the warm worker before it forks its jobs, and a job that runs in its own
-process.
+"""The garbage collector of the pipeline's own processes: Snakemake's command line (rules/common.smk
+settles it as the parse begins), the warm worker before it forks its jobs, and a job that runs in
+its own process.
 
 Why: a stage allocates millions of short-lived objects (requests, rows, parsed replies), and each
 full collection walked every object the imports left behind as well: polars, Snakemake, every
