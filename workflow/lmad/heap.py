@@ -4,8 +4,8 @@ its own process.
 
 Why: a stage allocates millions of short-lived objects (requests, rows, parsed replies), and each
 full collection walked every object the imports left behind as well: polars, Snakemake, every
-stage module. Measured on 2 cores at 4 × 500 questions (docs/benchmarks.md): collection took 15–35 %
-of an LMAD chain job's CPU, and 0.23 s of Snakemake's 2.2 s no-op rerun. Frozen objects are never
+stage module. Measured on 2 cores at 4 × 500 questions (docs/benchmarks.md): collection took 12–26 %
+of an LMAD chain job's time, and 0.23 s of Snakemake's ~2 s no-op rerun. Frozen objects are never
 scanned again, so a forked job neither pays for them nor writes to their pages (Python's docs on
 ``gc.freeze`` advise it before a fork); a larger first threshold collects the young generation
 every 10,000 allocations instead of every 700. Nothing is left uncollected that reference counting
