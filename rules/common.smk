@@ -128,12 +128,14 @@ def served_client_rules():
 
 
 def start_warm_worker():
-    """A local run's jobs fork from one process that has imported polars and the stages
-    (lmad.worker); a SLURM job (remote execution) runs its stage itself."""
+    """A local run's jobs fork from one process that has imported polars and the stages, and
+    those that load an embedded model from one that has imported its runtime too (lmad.worker);
+    a SLURM job (remote execution) runs its stage itself."""
     if config["warm_worker"] and workflow.local_exec and not (workflow.remote_exec or workflow.subprocess_exec):
         from lmad import worker
+        from lmad.backend_registry import warm_backends
 
-        worker.start()
+        worker.start(warm_backends(config.get("models") or {}))
 
 
 def stop_warm_worker():

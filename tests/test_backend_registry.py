@@ -39,6 +39,11 @@ def test_the_derived_lists():
     """What the registry derives: the backend lists each module reads from it."""
     assert list(BACKENDS) == ["transformers", "vllm", "openai", "scripted"]
     assert registry.names(in_process=True) == ("transformers", "vllm")  # lmad.worker
+    # the model worker's: the embedded engine forks warm, vLLM starts its own processes
+    assert [n for n, e in BACKENDS.items() if e.warm_imports] == ["transformers"]
+    assert registry.warm_backends({"a": {"backend": "transformers"}, "b": {"backend": "vllm"},
+                                   "c": {"backend": "openai"}}) == ["transformers"]
+    assert registry.warm_backends({"b": {"backend": "vllm"}, "s": {"backend": "scripted"}}) == []
     assert registry.names(logprobs=True) == ("transformers", "vllm", "scripted")  # layer D's probe
     assert registry.names(gpu=True) == ("vllm",)  # lmad.job_resources
     assert registry.names(perturbable=True) == ("transformers", "scripted")  # societies' perturbed agents
@@ -72,6 +77,8 @@ def test_an_inconsistent_entry_fails_at_registration():
         BackendEntry("x", "m:C", frozenset({"model"}), chunk=1, perturbable=True)
     with pytest.raises(ValueError, match="dtypes"):
         BackendEntry("x", "m:C", frozenset({"model", "dtype"}), chunk=1)
+    with pytest.raises(ValueError, match="warm_imports are for a backend that loads in process"):
+        BackendEntry("x", "m:C", frozenset({"model"}), chunk=1, warm_imports=("torch",))
     with pytest.raises(ValueError, match="already registered"):
         registry.register(BACKENDS["scripted"])
     with pytest.raises(ValueError, match="unknown backend 'llamacpp' .expected transformers, vllm, openai or scripted"):
@@ -123,10 +130,11 @@ def test_a_registered_backend_is_built_and_cached(fake, tmp_path):
 def test_a_registered_backend_is_seen_by_the_worker_the_probe_and_the_scheduler(fake):
     from lmad.studies.disagreement.probe import probe_backends, unprobeable
     from lmad.job_resources import model_sizing
-    from lmad.worker import loads_a_model
+    from lmad.backend_registry import in_process_backends, loads_a_model
 
     plain = {"backend": "plain", "name": "p", "model": "x"}
     assert loads_a_model({"spec": fake}) and not loads_a_model({"spec": plain})
+    assert in_process_backends({"spec": fake, "jurors": [plain, {"backend": "transformers"}]}) == {"fake", "transformers"}
     assert "fake" in probe_backends() and unprobeable("f", fake) is None
     assert "plain" in unprobeable("p", plain) and "needs transformers, vllm, scripted, fake" in unprobeable("p", plain)
     assert model_sizing({"f": fake}, "f")["gpu"] == 2

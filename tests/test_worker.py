@@ -16,6 +16,7 @@ import pytest
 
 from conftest import REPO, make_config, snakemake
 from lmad import heap, worker
+from lmad.backend_registry import loads_a_model
 from lmad.liveness import alive
 
 TESTS = Path(__file__).parent
@@ -99,21 +100,21 @@ def test_without_a_worker_or_for_an_in_process_model_the_script_runs_the_stage(t
     rc, _, err = client(tmp_path, env={"PYTHONPATH": os.pathsep.join([str(other), str(TESTS)])})
     assert rc == 0, err
     assert json.loads((tmp_path / "out.json").read_text())["ppid"] != worker._SERVER["proc"].pid
-    assert worker.loads_a_model({"model": {"backend": "transformers"}})
-    assert worker.loads_a_model({"jurors": [{"backend": "vllm"}]})
-    assert not worker.loads_a_model({"model": {"backend": "vllm", "serve": True}})
-    assert not worker.loads_a_model({"model": {"backend": "scripted"}, "out": "x"})
+    assert loads_a_model({"model": {"backend": "transformers"}})
+    assert loads_a_model({"jurors": [{"backend": "vllm"}]})
+    assert not loads_a_model({"model": {"backend": "vllm", "serve": True}})
+    assert not loads_a_model({"model": {"backend": "scripted"}, "out": "x"})
 
 
-def command(tmp_path, **params):
+def command(tmp_path, stage="worker_stage:probe", env=None, **params):
     """A rule's command (lmad.stage_command): workflow/scripts/stage.py with its job line on stdin."""
     from lmad.stage_command import JobSpec
 
     line = format(JobSpec({"input": {}, "output": {"out": str(tmp_path / "out.json")}, "wildcards": {},
-                           "params": {"function": "worker_stage:probe", "code": "0", **params}}), "")
+                           "params": {"function": stage, "code": "0", **params}}), "")
     proc = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "stage.py"), "probe",
                            str(tmp_path / "job.log")], input=line + "\n", cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PROBE": "from the job"})
+                          text=True, timeout=300, env={**os.environ, "PROBE": "from the job", **(env or {})})
     seen = json.loads((tmp_path / "out.json").read_text()) if proc.returncode == 0 else None
     return proc, seen
 
@@ -129,6 +130,52 @@ def test_a_rules_command_hands_its_line_to_the_worker_unless_the_job_loads_a_mod
     assert seen["ppid"] != worker._SERVER["proc"].pid and "forked" not in (tmp_path / "job.log").read_text()
     proc, _ = command(tmp_path, mode="exit")
     assert proc.returncode == 3
+
+
+@pytest.fixture
+def warm_models(monkeypatch):
+    """The warm worker and the model worker of the embedded engine (lmad.worker.start)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), str(REPO / "workflow")]))
+    monkeypatch.delenv(worker.SWITCH, raising=False)
+    worker.start(["transformers"])
+    assert worker.wait_until_ready(180)  # it imports torch and transformers first
+    yield worker._SERVER["proc"].pid, worker._MODEL_SERVER["proc"].pid
+    worker.stop()
+    assert worker.MODEL_ENV not in os.environ and worker._MODEL_SERVER == {}
+
+
+def test_a_job_that_loads_the_embedded_engine_forks_from_the_model_worker(tmp_path, warm_models):
+    light, models = warm_models
+    for threads in ("1", "2"):  # as Snakemake sets it per job: the child starts with it, as a process would
+        proc, seen = command(tmp_path, env={"OMP_NUM_THREADS": threads}, model={"backend": "transformers"})
+        assert proc.returncode == 0, proc.stderr
+        assert seen["ppid"] == models and seen["torch"] == int(threads) and seen["rule"] == "probe"
+        assert seen["heap"] == [True, list(heap.THRESHOLD)]
+        assert proc.stdout == "to stdout\n" and "forked from the warm worker" in (tmp_path / "job.log").read_text()
+    proc, seen = command(tmp_path)  # no model: the warm worker, which imported no torch
+    assert proc.returncode == 0, proc.stderr
+    assert seen["ppid"] == light and seen["torch"] is None
+    # an in-process engine without warm imports (vLLM starts processes of its own): the script runs it
+    proc, seen = command(tmp_path, model={"backend": "vllm"})
+    assert proc.returncode == 0, proc.stderr
+    assert seen["ppid"] not in (light, models) and seen["torch"] is None
+    proc, _ = command(tmp_path, mode="raise", model={"backend": "transformers"})
+    assert proc.returncode == 1 and "the stage failed on purpose" in proc.stderr
+
+
+def test_the_embedded_engine_replies_alike_forked_from_the_model_worker_and_in_its_own_process(
+        tmp_path, warm_models, smollm2_dir):
+    model = {"backend": "transformers", "name": "smollm2-135m", "model": str(smollm2_dir)}
+    prompts = ["Is the sky blue? Answer yes or no.", "Name one prime number."]
+    seen = {}
+    for name, env in (("forked", {}), ("own", {worker.SWITCH: "0"})):
+        proc, seen[name] = command(tmp_path, stage="worker_stage:complete", env={"OMP_NUM_THREADS": "2", **env},
+                                   model=model, prompts=prompts)
+        assert proc.returncode == 0, proc.stderr
+    assert seen["forked"]["ppid"] == warm_models[1] and seen["own"]["ppid"] not in warm_models
+    assert seen["forked"]["threads"] == seen["own"]["threads"] == 2
+    assert seen["forked"]["texts"] == seen["own"]["texts"] and len(seen["own"]["texts"]) == 6
+    assert set(seen["own"]["texts"][2::3]) <= {"yes", "no"}  # the grammar's rows
 
 
 def test_stop_ends_the_worker_and_a_worker_whose_snakemake_died_ends_itself(tmp_path, warm):
@@ -147,7 +194,7 @@ def test_stop_ends_the_worker_and_a_worker_whose_snakemake_died_ends_itself(tmp_
 SWALLOWING_PRELOAD = r"""
 import os, sys, time
 from lmad import worker
-def preload():  # an import that catches what it should not, for 3 s
+def preload(*_):  # an import that catches what it should not, for 3 s
     end = time.monotonic() + 3
     while time.monotonic() < end:
         try:

@@ -2,7 +2,8 @@
 
 ``make_backend`` builds one by lookup, and every list that names backends is read from
 here: the call-cache chunk size (``open_backend``), which jobs load a model in their own process
-(``loads_a_model``, below: the warm worker, lmad.worker, runs none of them), which backends give
+(``in_process_backends``, below: the warm worker, lmad.worker, runs none of them; its model
+worker those whose backend has ``warm_imports``), which backends give
 next-token log-probabilities (``lmad.studies.disagreement.probe``, the config check of layer D),
 which run on GPUs (``lmad.job_resources``), which load perturbed weights (rules/societies.smk),
 the dtype each loads with (``identity``), the test double that a user config cannot name
@@ -11,7 +12,7 @@ keys are filled in from it at load (``lmad.config_schema``). Adding a backend is
 one ``register`` call below (docs/backends.md "Adding a backend").
 
 Data only: a backend's module is imported on first use (``BackendEntry.load``), so importing
-this imports no torch or vLLM, and nothing of lmad: a job's process reads it (``loads_a_model``)
+this imports no torch or vLLM, and nothing of lmad: a job's process reads it (``in_process_backends``)
 before any stage or backend module is imported, and so does the scheduler sizing
 (``lmad.job_resources``). Hence here, not inside ``lmad.backends``.
 """
@@ -43,6 +44,10 @@ class BackendEntry:
     chunk: int
     #: loads a model into the job's own process, so its jobs skip the warm worker
     in_process: bool = False
+    #: modules the model worker imports ahead (lmad.worker: imports only, never a computation), so
+    #: an ``in_process`` backend's jobs fork from it with them loaded; empty: its jobs run in a
+    #: process of their own
+    warm_imports: tuple[str, ...] = ()
     #: ``next_token_logprobs`` reads the model (layer D's probe)
     logprobs: bool = False
     #: loads ``perturb:`` weights, w + scale · N(0, 1) (coverage-selected societies' perturbed agents)
@@ -88,6 +93,8 @@ class BackendEntry:
             problems.append("required settings must be among its keys")
         if ":" not in self.target:
             problems.append("target must be module:Class")
+        if self.warm_imports and not self.in_process:
+            problems.append("warm_imports are for a backend that loads in process")
         if problems:
             raise ValueError(f"backend {self.name!r}: " + "; ".join(problems))
 
@@ -157,6 +164,10 @@ register(BackendEntry(
     "transformers", "lmad.backends.transformers_backend:TransformersBackend",
     _COMMON | {"revision", "gguf", "threads", "batch_size", "perturb", "dtype"},
     chunk=4096, in_process=True, logprobs=True, perturbable=True,
+    # ~4 s of a job's start; from_pretrained imports most of it (transformers.modeling_utils)
+    warm_imports=("torch", "transformers.modeling_utils", "transformers.models.auto.modeling_auto",
+                  "transformers.models.auto.tokenization_auto", "xgrammar", "lmad.backends.transformers_backend",
+                  "lmad.backends.kv_cache"),
     # torch dtypes from_pretrained loads with (getattr(torch, dtype)); `auto`: bfloat16 on a CPU
     # with bf16 instructions, else float32 (backends/cpu_dtype.py). The default stays float32: in
     # bf16 a reply depends on the rows it shares a decode batch with (docs/benchmarks.md)
@@ -184,14 +195,26 @@ register(BackendEntry(
     about="the deterministic test double"))
 
 
-def loads_a_model(value: Any) -> bool:
-    """Whether a job's arguments name a model that loads into the job's process (not a served
-    one, which the job only talks to): its backend's ``in_process``."""
+def in_process_backends(value: Any) -> set[str]:
+    """The backends of the models a job's arguments name that load into the job's process (not a
+    served one, which the job only talks to): those whose ``in_process`` is set."""
     if isinstance(value, dict):
+        found = set().union(*(in_process_backends(v) for v in value.values()))
         entry = BACKENDS.get(value.get("backend")) if isinstance(value.get("backend"), str) else None
         if entry is not None and entry.in_process and not (value.get("serve") and entry.served_by):
-            return True
-        return any(loads_a_model(v) for v in value.values())
+            found.add(entry.name)
+        return found
     if isinstance(value, (list, tuple)):
-        return any(loads_a_model(v) for v in value)
-    return False
+        return set().union(*map(in_process_backends, value))
+    return set()
+
+
+def loads_a_model(value: Any) -> bool:
+    """Whether a job's arguments name a model that loads into the job's process."""
+    return bool(in_process_backends(value))
+
+
+def warm_backends(models: dict) -> list[str]:
+    """The backends of a config's ``models`` whose jobs fork from the model worker (lmad.worker):
+    loaded in process and with ``warm_imports``."""
+    return sorted(name for name in in_process_backends(list(models.values())) if BACKENDS[name].warm_imports)

@@ -14,9 +14,13 @@ runs the stage and sends back its exit status.
   process that started it is gone. ``warm_worker: false`` in the config or ``LMAD_WORKER=0``
   in the environment turns it off.
 * A job that cannot use it (no worker yet or any more, another interpreter or checkout)
-  runs in its own process as before: the worker changes speed, never results. Stages that
-  load a model in process (transformers, vLLM) always do: they take seconds to load anyway,
-  and their runtimes' threads and GPUs are better off in a process of their own.
+  runs in its own process as before: the worker changes speed, never results.
+* A job that loads a model into its process goes to a second one, the model worker, started
+  where the config names a model whose backend lists ``warm_imports`` (the registry; the
+  embedded transformers engine): it has imported torch and transformers too, ~4 s of each such
+  job's start. It only imports, so no runtime thread pool exists before the fork, and its child
+  takes the job's thread count as a new process would (``_threads_as_started``). Other
+  in-process engines (vLLM, which starts processes and GPUs of its own) run in their own process.
 * A child whose script process dies (Snakemake cancelled the job) kills itself at once, so
   no stage writes an output after Snakemake has cleaned the job's outputs up.
 * The server only imports, never computes: polars' thread pool starts in each child, not
@@ -38,33 +42,44 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from . import heap
-from .backend_registry import loads_a_model
-from .worker_client import ENV, HEADER, REFUSED, STATUS, SWITCH, identity, recv_exact
+from .backend_registry import BACKENDS, in_process_backends
+from .worker_client import ENV, HEADER, MODEL_ENV, REFUSED, STATUS, SWITCH, identity, recv_exact
 
 _POLL_S = 0.5
 
 
 # ---- the job's side -----------------------------------------------------------------------
 
-def job_of(request: tuple[str, list[str], str]) -> Any:
+def job_of(request: tuple[str, list[str], str], backends: frozenset[str] = frozenset()) -> Any:
     """The job a child was handed as (rule, log files, job line) (lmad.stage_command.run_line),
     built as its script would (lmad.smk.build_job); None for a job that loads a model into its
-    own process, which the script then runs itself."""
+    own process other than through ``backends`` (what this worker preloaded), which the script
+    then hands to the model worker or runs itself."""
     from .smk import build_job
     from .stage_command import decode_job
 
     job = build_job(decode_job(*request))
-    return None if loads_a_model(job.kwargs) else job
+    return None if in_process_backends(job.kwargs) - backends else job
+
+
+def _threads_as_started() -> None:
+    """In a model worker's child: the thread count a new process of the job's environment would
+    start with. OpenMP read OMP_NUM_THREADS when the worker imported torch, from the worker's
+    environment; Snakemake sets it per job to the job's threads."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    if value.isdigit() and int(value) > 0 and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(int(value))
 
 
 # ---- the server ---------------------------------------------------------------------------
 
-def preload() -> None:
+def preload(backends: frozenset[str] = frozenset()) -> None:
     """Import polars, every stage module, the studies' too (none imports pyarrow, plotting or a model runtime at
-    import: tests/test_job_imports.py) and pyplot on Agg, which the figure stages import."""
+    import: tests/test_job_imports.py) and pyplot on Agg, which the figure stages import; and the
+    ``warm_imports`` of ``backends`` (the model worker's)."""
     import polars  # noqa: F401
 
     import lmad.stages
@@ -76,6 +91,10 @@ def preload() -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
+
+    for name in sorted(backends):
+        for module in BACKENDS[name].warm_imports:
+            importlib.import_module(module)
 
 
 class _Stop(BaseException):
@@ -94,12 +113,12 @@ def _stop(*_: Any) -> None:
     raise _Stop
 
 
-def serve(path: str, parent: int) -> None:
+def serve(path: str, parent: int, backends: frozenset[str] = frozenset()) -> None:
     signal.signal(signal.SIGTERM, _stop)
     children: set[int] = set()
     listener = None
     try:
-        preload()
+        preload(backends)
         heap.settle()  # the children never scan what the imports left (lmad.heap)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)  # jobs that find no socket yet run in their own process
@@ -114,7 +133,7 @@ def serve(path: str, parent: int) -> None:
             if pid == 0:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 listener.close()
-                _child(conn)  # never returns
+                _child(conn, backends)  # never returns
             conn.close()
             children.add(pid)
     except _Stop:
@@ -135,7 +154,7 @@ def _reap(children: set[int], block: bool) -> None:
             children.discard(pid)
 
 
-def _child(conn: socket.socket) -> None:
+def _child(conn: socket.socket, backends: frozenset[str]) -> None:
     status = 1
     finished = threading.Event()
     try:
@@ -154,10 +173,12 @@ def _child(conn: socket.socket) -> None:
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
-        job = job_of(request)  # in the job's directory and environment: it reads its prompt files
+        job = job_of(request, backends)  # in the job's directory and environment: it reads its prompt files
         if job is None:
             status = REFUSED
             return
+        if backends:
+            _threads_as_started()
         threading.Thread(target=_die_with_client, args=(conn, finished), daemon=True).start()
         from lmad.job import execute
 
@@ -198,14 +219,16 @@ def _die_with_client(conn: socket.socket, finished: threading.Event) -> None:
 
 # ---- Snakemake's side (the Snakefile's onstart / onsuccess / onerror) ----------------------
 
-_SERVER: dict[str, Any] = {}
+_SERVER: dict[str, Any] = {}        # the warm worker: proc, path, dir
+_MODEL_SERVER: dict[str, Any] = {}  # the model worker: proc, path
 
 
-def start() -> str | None:
-    """Start the worker for this Snakemake process; its socket path (also put in the
-    environment the jobs inherit), or None when switched off. Linux only unless
-    ``LMAD_WORKER=1``: forking after imports is untested elsewhere (macOS, where Python's
-    own multiprocessing stopped forking by default)."""
+def start(model_backends: Sequence[str] = ()) -> str | None:
+    """Start the worker for this Snakemake process, and the model worker where
+    ``model_backends`` (lmad.backend_registry.warm_backends of the config's models) names any;
+    the worker's socket path (each socket's path also put in the environment the jobs inherit),
+    or None when switched off. Linux only unless ``LMAD_WORKER=1``: forking after imports is
+    untested elsewhere (macOS, where Python's own multiprocessing stopped forking by default)."""
     switch = os.environ.get(SWITCH)
     if switch == "0" or (sys.platform != "linux" and switch != "1"):
         return None
@@ -215,47 +238,57 @@ def start() -> str | None:
     if len(os.fsencode(path)) >= 100:  # AF_UNIX paths stop at 104-108 bytes: a long TMPDIR
         os.rmdir(where)
         return None
+    _SERVER.update(proc=_launch(path), path=path, dir=where)
+    os.environ[ENV] = path
+    if model_backends:
+        model_path = os.path.join(where, "models")
+        _MODEL_SERVER.update(proc=_launch(model_path, model_backends), path=model_path)
+        os.environ[MODEL_ENV] = model_path
+    return path
+
+
+def _launch(path: str, backends: Sequence[str] = ()) -> subprocess.Popen:
     import lmad  # the server runs this process's checkout of the code, whatever its path
 
     code_root = os.path.dirname(os.path.dirname(os.path.realpath(lmad.__file__)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [code_root, os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen([sys.executable, "-m", "lmad.worker", path, str(os.getpid())],
+    return subprocess.Popen([sys.executable, "-m", "lmad.worker", path, str(os.getpid()), *backends],
                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-    _SERVER.update(proc=proc, path=path, dir=where)
-    os.environ[ENV] = path
-    return path
 
 
 def stop(timeout_s: float = 30.0) -> None:
-    """Stop the worker and wait for it (its jobs' CPU is counted in this process's children)."""
+    """Stop the workers and wait for them (their jobs' CPU is counted in this process's children)."""
     os.environ.pop(ENV, None)
-    proc = _SERVER.pop("proc", None)
-    if proc is None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    Path(_SERVER.pop("path")).unlink(missing_ok=True)
-    try:
-        os.rmdir(_SERVER.pop("dir"))
-    except OSError:
-        pass
+    os.environ.pop(MODEL_ENV, None)
+    for server in (_MODEL_SERVER, _SERVER):
+        proc = server.pop("proc", None)
+        if proc is None:
+            continue
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        Path(server.pop("path")).unlink(missing_ok=True)
+    if "dir" in _SERVER:
+        try:
+            os.rmdir(_SERVER.pop("dir"))
+        except OSError:
+            pass
 
 
 def wait_until_ready(timeout_s: float = 30.0) -> bool:
-    """Whether the started worker accepts jobs within ``timeout_s`` (for tests: jobs
+    """Whether the started workers accept jobs within ``timeout_s`` (for tests: jobs
     themselves never wait, they run in their own process until it is up)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        path = os.environ.get(ENV)
-        if path and os.path.exists(path):
+        paths = [os.environ.get(env) for env in (ENV, MODEL_ENV) if env in os.environ or env == ENV]
+        if all(path and os.path.exists(path) for path in paths):
             return True
         time.sleep(0.05)
     return False
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]), frozenset(sys.argv[3:]))

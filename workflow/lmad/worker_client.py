@@ -10,10 +10,11 @@ import socket
 import struct
 import sys
 ENV = "LMAD_WORKER_SOCKET"       # set in Snakemake's environment, inherited by every local job
+MODEL_ENV = "LMAD_MODEL_WORKER_SOCKET"  # the model worker's, where the run has one
 SWITCH = "LMAD_WORKER"           # "0" turns the worker off
 HEADER = struct.Struct("!Q")
 STATUS = struct.Struct("!i")
-REFUSED = -(1 << 30)   # the child is not of the job's interpreter or code, or the job loads a model: it runs itself
+REFUSED = -(1 << 30)   # the child is not of the job's interpreter or code, or loads no such model: it runs elsewhere
 
 
 def identity() -> tuple[str, str, str]:
@@ -37,10 +38,11 @@ def recv_exact(conn: socket.socket, size: int) -> bytes:
 
 def hand_over(rule: str, logs: list[str], line: str) -> int | None:
     """Run rule ``rule``'s job line (lmad.stage_command; its log files ``logs``) in a child of the
-    warm worker, which builds the job (lmad.worker.job_of); its exit status, or None when no worker
-    takes it (then the caller runs it itself)."""
-    path = os.environ.get(ENV)
-    if not path or os.environ.get(SWITCH) == "0":
+    warm worker, or of the model worker where the warm one refuses it (a job that loads a model),
+    which builds the job (lmad.worker.job_of); its exit status, or None when no worker takes it
+    (then the caller runs it itself)."""
+    paths = [path for path in (os.environ.get(ENV), os.environ.get(MODEL_ENV)) if path]
+    if not paths or os.environ.get(SWITCH) == "0":
         return None
     try:
         # the job is pickled inside: a child of other code refuses it before unpickling it
@@ -48,6 +50,14 @@ def hand_over(rule: str, logs: list[str], line: str) -> int | None:
         payload = pickle.dumps((identity(), inner), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # an unpicklable param: the job runs here
         return None
+    for path in paths:
+        status = _hand_to(path, payload, rule)
+        if status is not None:
+            return status
+    return None
+
+
+def _hand_to(path: str, payload: bytes, rule: str) -> int | None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
