@@ -6,6 +6,7 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
+from conftest import SMOLLM2
 from lmad.backends.base import ChatRequest
 from lmad.backends.transformers_backend import TransformersBackend
 
@@ -75,3 +76,23 @@ def test_rows_sharing_a_prefix_decode_as_they_do_alone(smollm2_dir):
         [(c.text, c.completion_tokens, c.prompt_tokens) for c in alone]
     plain, filled = backend.prefill_slots
     assert filled < plain / 2  # five rows share the passages: their prefill is done about once
+
+
+def test_the_converted_folder_holds_the_weights_transformers_reads_from_the_gguf(smollm2_dir):
+    """The conversion reads the GGUF once and builds its model without initializing it
+    (lmad.backends.model_files): the weights are still those of a plain GGUF load."""
+    import gguf
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from lmad.backends.model_files import _gguf_read_once, packaged_gguf
+
+    path = packaged_gguf(SMOLLM2["gguf"]["package"], SMOLLM2["gguf"]["file"])
+    direct = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).state_dict()
+    converted = AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32).state_dict()
+    assert direct.keys() == converted.keys()
+    assert [k for k in direct if not torch.equal(direct[k], converted[k])] == []
+    with _gguf_read_once():
+        assert gguf.GGUFReader(path) is gguf.GGUFReader(path)
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 30) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 30)
+    assert gguf.GGUFReader is gguf.gguf_reader.GGUFReader  # put back as it was

@@ -283,7 +283,7 @@ def wait_until_ready(timeout_s: float = 30.0) -> bool:
     themselves never wait, they run in their own process until it is up)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        paths = [os.environ.get(env) for env in (ENV, MODEL_ENV) if env in os.environ or env == ENV]
+        paths = [os.environ.get(ENV)] + ([os.environ[MODEL_ENV]] if MODEL_ENV in os.environ else [])
         if all(path and os.path.exists(path) for path in paths):
             return True
         time.sleep(0.05)

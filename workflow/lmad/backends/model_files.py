@@ -1,10 +1,12 @@
 """Locating, converting and identifying local model weights (no hub access)."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
 import logging
+from contextlib import contextmanager
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -44,21 +46,48 @@ def convert_gguf(gguf: Path, out_dir: Path, name: str) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    # A GGUF-loaded model refuses save_pretrained; copy its dequantized weights into
-    # a plain model built from the same config.
+    with _gguf_read_once():
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # A GGUF-loaded model refuses save_pretrained; its dequantized weights go into a plain model
+    # built from the same config, without initializing weights that are replaced at once
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(loaded.state_dict())
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict(), assign=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(out_dir)
     model.save_pretrained(out_dir)
     ident = {"name": name, "source": gguf.name, "sha256": file_sha256(gguf)}
     (out_dir / ID_FILE).write_text(json.dumps(ident, indent=1))
     return ident
+
+
+@contextmanager
+def _gguf_read_once():
+    """Within a conversion, transformers reads the GGUF file once, not once for each of the
+    tokenizer's config, the tokenizer, the model's config and its weights (a read walks every
+    metadata field: ~440,000 for SmolLM2's vocabulary), and builds gguf's tensor-name map once,
+    not once per module (397 times for SmolLM2). Both are looked up in ``gguf`` at each call
+    (transformers.modeling_gguf_pytorch_utils) and only read."""
+    import gguf
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict = {}
+
+    def read(path, mode="r"):
+        key = (str(path), mode)
+        if key not in readers:
+            readers[key] = reader(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = read, functools.lru_cache(maxsize=None)(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
 
 
 def model_identity(name: str, path: str | None, revision: str | None = None) -> str:
