@@ -163,6 +163,7 @@ def test_a_job_that_loads_the_embedded_engine_forks_from_the_model_worker(tmp_pa
     assert proc.returncode == 1 and "the stage failed on purpose" in proc.stderr
 
 
+@pytest.mark.model
 def test_the_embedded_engine_replies_alike_forked_from_the_model_worker_and_in_its_own_process(
         tmp_path, warm_models, smollm2_dir):
     model = {"backend": "transformers", "name": "smollm2-135m", "model": str(smollm2_dir)}
