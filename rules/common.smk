@@ -135,7 +135,8 @@ def start_warm_worker():
         from lmad import worker
         from lmad.backend_registry import warm_backends
 
-        worker.start(warm_backends(config.get("models") or {}))
+        # only where a job to run loads such a model: a rerun of the analyses imports no torch
+        worker.start(warm_backends(list(job.params) for job in workflow.dag.needrun_jobs()))
 
 
 def stop_warm_worker():

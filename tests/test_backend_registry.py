@@ -41,9 +41,9 @@ def test_the_derived_lists():
     assert registry.names(in_process=True) == ("transformers", "vllm")  # lmad.worker
     # the model worker's: the embedded engine forks warm, vLLM starts its own processes
     assert [n for n, e in BACKENDS.items() if e.warm_imports] == ["transformers"]
-    assert registry.warm_backends({"a": {"backend": "transformers"}, "b": {"backend": "vllm"},
-                                   "c": {"backend": "openai"}}) == ["transformers"]
-    assert registry.warm_backends({"b": {"backend": "vllm"}, "s": {"backend": "scripted"}}) == []
+    jobs = [["out.parquet", {"backend": "transformers"}], [{"jurors": [{"backend": "vllm"}, {"backend": "openai"}]}]]
+    assert registry.warm_backends(jobs) == ["transformers"]
+    assert registry.warm_backends([[{"backend": "vllm"}], [{"backend": "scripted"}], []]) == []
     assert registry.names(logprobs=True) == ("transformers", "vllm", "scripted")  # layer D's probe
     assert registry.names(gpu=True) == ("vllm",)  # lmad.job_resources
     assert registry.names(perturbable=True) == ("transformers", "scripted")  # societies' perturbed agents

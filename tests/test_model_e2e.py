@@ -24,6 +24,10 @@ def test_real_model_answers_two_questions(workdir):
     assert set(judged["judge_verdict"]) <= {"correct", "incorrect"}
     table = (workdir / "results/smollm2-135m/analysis/table.md").read_text()
     assert table.count("hotpotqa") == 1
+    # the model's jobs forked from the model worker, the others from the warm worker
+    logs = {p.name: p.read_text() for p in (workdir / "logs/smollm2-135m/generate").glob("*.log")}
+    assert logs and all("forked from the model worker" in text for text in logs.values()), logs
+    assert "forked from the warm worker" in (workdir / "logs/smollm2-135m/analyze.log").read_text()
     # the judge's validation is stated above the numbers, and the headline follows it
     v = pl.read_parquet(workdir / "results/judge/smollm2-135m/validation.parquet").row(0, named=True)
     assert v["n_correct_items"] > 0 and v["n_incorrect_items"] > 0

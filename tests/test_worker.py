@@ -151,7 +151,7 @@ def test_a_job_that_loads_the_embedded_engine_forks_from_the_model_worker(tmp_pa
         assert proc.returncode == 0, proc.stderr
         assert seen["ppid"] == models and seen["torch"] == int(threads) and seen["rule"] == "probe"
         assert seen["heap"] == [True, list(heap.THRESHOLD)]
-        assert proc.stdout == "to stdout\n" and "forked from the warm worker" in (tmp_path / "job.log").read_text()
+        assert proc.stdout == "to stdout\n" and "forked from the model worker" in (tmp_path / "job.log").read_text()
     proc, seen = command(tmp_path)  # no model: the warm worker, which imported no torch
     assert proc.returncode == 0, proc.stderr
     assert seen["ppid"] == light and seen["torch"] is None

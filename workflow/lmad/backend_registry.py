@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 #: settings of workflow-managed serving (lmad.backends.serve), not of an engine: a servable
 #: backend's constructor never gets them
@@ -214,7 +214,7 @@ def loads_a_model(value: Any) -> bool:
     return bool(in_process_backends(value))
 
 
-def warm_backends(models: dict) -> list[str]:
-    """The backends of a config's ``models`` whose jobs fork from the model worker (lmad.worker):
-    loaded in process and with ``warm_imports``."""
-    return sorted(name for name in in_process_backends(list(models.values())) if BACKENDS[name].warm_imports)
+def warm_backends(params: Iterable[Any]) -> list[str]:
+    """The backends with ``warm_imports`` that a run's jobs (their ``params``) load in process:
+    those the model worker imports (lmad.worker)."""
+    return sorted(name for name in in_process_backends(list(params)) if BACKENDS[name].warm_imports)

@@ -86,9 +86,10 @@ def _is_data_error(err: Exception) -> bool:
     return data is not None and isinstance(err, data.DataError)
 
 
-def execute(job: Job, forked: bool = False) -> None:
+def execute(job: Job, forked: str | None = None) -> None:
     """A job's stage, logging to its log file, with its run statistics beside it; ``forked``:
-    in a child of the warm worker (whose CPU is the child's own, imports not included)."""
+    the worker it runs in a child of ("the warm worker", "the model worker": lmad.worker), whose
+    CPU is the child's own, imports not included."""
     if job.log:
         stats_path(job.log).unlink(missing_ok=True)  # a rerun that calls no model leaves none
     logging.basicConfig(filename=job.log, filemode="w", level=logging.INFO, force=True,
@@ -108,6 +109,6 @@ def execute(job: Job, forked: bool = False) -> None:
     finally:
         cpu = resource.getrusage(resource.RUSAGE_SELF)  # the whole process: imports included
         logging.info("rule %s took %.1f s (process CPU %.2f s%s)", job.rule, time.time() - start,
-                     cpu.ru_utime + cpu.ru_stime, ", forked from the warm worker" if forked else "")
+                     cpu.ru_utime + cpu.ru_stime, f", forked from {forked}" if forked else "")
         _finish_backends(job.log)
         logging.shutdown()

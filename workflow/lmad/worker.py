@@ -16,7 +16,7 @@ runs the stage and sends back its exit status.
 * A job that cannot use it (no worker yet or any more, another interpreter or checkout)
   runs in its own process as before: the worker changes speed, never results.
 * A job that loads a model into its process goes to a second one, the model worker, started
-  where the config names a model whose backend lists ``warm_imports`` (the registry; the
+  where a job to run loads a model whose backend lists ``warm_imports`` (the registry; the
   embedded transformers engine): it has imported torch and transformers too, ~4 s of each such
   job's start. It only imports, so no runtime thread pool exists before the fork, and its child
   takes the job's thread count as a new process would (``_threads_as_started``). Other
@@ -182,7 +182,7 @@ def _child(conn: socket.socket, backends: frozenset[str]) -> None:
         threading.Thread(target=_die_with_client, args=(conn, finished), daemon=True).start()
         from lmad.job import execute
 
-        execute(job, forked=True)
+        execute(job, forked="the model worker" if backends else "the warm worker")
         status = 0
     except SystemExit as exit:
         if isinstance(exit.code, str):  # as the interpreter would, had the script exited so
@@ -225,7 +225,7 @@ _MODEL_SERVER: dict[str, Any] = {}  # the model worker: proc, path
 
 def start(model_backends: Sequence[str] = ()) -> str | None:
     """Start the worker for this Snakemake process, and the model worker where
-    ``model_backends`` (lmad.backend_registry.warm_backends of the config's models) names any;
+    ``model_backends`` (lmad.backend_registry.warm_backends of the jobs to run) names any;
     the worker's socket path (each socket's path also put in the environment the jobs inherit),
     or None when switched off. Linux only unless ``LMAD_WORKER=1``: forking after imports is
     untested elsewhere (macOS, where Python's own multiprocessing stopped forking by default)."""
