@@ -130,10 +130,10 @@ def test_a_registered_backend_is_built_and_cached(fake, tmp_path):
 def test_a_registered_backend_is_seen_by_the_worker_the_probe_and_the_scheduler(fake):
     from lmad.studies.disagreement.probe import probe_backends, unprobeable
     from lmad.job_resources import model_sizing
-    from lmad.backend_registry import in_process_backends, loads_a_model
+    from lmad.backend_registry import in_process_backends
 
     plain = {"backend": "plain", "name": "p", "model": "x"}
-    assert loads_a_model({"spec": fake}) and not loads_a_model({"spec": plain})
+    assert in_process_backends({"spec": fake}) == {"fake"} and not in_process_backends({"spec": plain})
     assert in_process_backends({"spec": fake, "jurors": [plain, {"backend": "transformers"}]}) == {"fake", "transformers"}
     assert "fake" in probe_backends() and unprobeable("f", fake) is None
     assert "plain" in unprobeable("p", plain) and "needs transformers, vllm, scripted, fake" in unprobeable("p", plain)

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REPO, make_config, snakemake
 from lmad import heap, worker
-from lmad.backend_registry import loads_a_model
+from lmad.backend_registry import in_process_backends
 from lmad.liveness import alive
 
 TESTS = Path(__file__).parent
@@ -100,10 +100,10 @@ def test_without_a_worker_or_for_an_in_process_model_the_script_runs_the_stage(t
     rc, _, err = client(tmp_path, env={"PYTHONPATH": os.pathsep.join([str(other), str(TESTS)])})
     assert rc == 0, err
     assert json.loads((tmp_path / "out.json").read_text())["ppid"] != worker._SERVER["proc"].pid
-    assert loads_a_model({"model": {"backend": "transformers"}})
-    assert loads_a_model({"jurors": [{"backend": "vllm"}]})
-    assert not loads_a_model({"model": {"backend": "vllm", "serve": True}})
-    assert not loads_a_model({"model": {"backend": "scripted"}, "out": "x"})
+    assert in_process_backends({"model": {"backend": "transformers"}}) == {"transformers"}
+    assert in_process_backends({"jurors": [{"backend": "vllm"}]}) == {"vllm"}
+    assert not in_process_backends({"model": {"backend": "vllm", "serve": True}})
+    assert not in_process_backends({"model": {"backend": "scripted"}, "out": "x"})
 
 
 def command(tmp_path, stage="worker_stage:probe", env=None, **params):

@@ -209,11 +209,6 @@ def in_process_backends(value: Any) -> set[str]:
     return set()
 
 
-def loads_a_model(value: Any) -> bool:
-    """Whether a job's arguments name a model that loads into the job's process."""
-    return bool(in_process_backends(value))
-
-
 def warm_backends(params: Iterable[Any]) -> list[str]:
     """The backends with ``warm_imports`` that a run's jobs (their ``params``) load in process:
     those the model worker imports (lmad.worker)."""
