@@ -46,6 +46,21 @@ class ReservedLayer(DynamicLayer):
             self._keys, self._values = self._keys[indices], self._values[indices]
             self.keys, self.values = self._keys[..., : self.length, :], self._values[..., : self.length, :]
 
+    def extend_rows(self, other: "ReservedLayer", reserve: int) -> None:
+        """``other``'s rows after this layer's, both left-padded to the wider of the two with zeros
+        (masked out; zeros rather than empty memory, whose NaNs a zero weight would not cancel), and
+        ``reserve`` free positions after."""
+        width = max(self.length, other.length)
+        grown = []
+        for mine, theirs in ((self._keys, other._keys), (self._values, other._values)):
+            buffer = mine.new_zeros(mine.shape[0] + theirs.shape[0], *mine.shape[1:-2], width + reserve, mine.shape[-1])
+            buffer[: mine.shape[0], ..., width - self.length : width, :] = mine[..., : self.length, :]
+            buffer[mine.shape[0] :, ..., width - other.length : width, :] = theirs[..., : other.length, :]
+            grown.append(buffer)
+        self._keys, self._values = grown
+        self.length, self.reserve = width, reserve
+        self.keys, self.values = self._keys[..., :width, :], self._values[..., :width, :]
+
     def batch_repeat_interleave(self, repeats: int) -> None:
         if self.length:
             self.batch_select_indices(torch.arange(self._keys.shape[0]).repeat_interleave(repeats))
@@ -64,3 +79,8 @@ class ReservedCache(DynamicCache):
 
     def __init__(self, reserve: int):
         Cache.__init__(self, layer_class_to_replicate=lambda: ReservedLayer(reserve))
+
+    def extend_rows(self, other: "ReservedCache", reserve: int) -> None:
+        """Append ``other``'s rows (a batch prefilled apart) to this cache's, layer by layer."""
+        for mine, theirs in zip(self.layers, other.layers, strict=True):
+            mine.extend_rows(theirs, reserve)

@@ -41,7 +41,8 @@ def constraint_grammar(compiler, constraint: dict):
 class _Row:
     """Decoding state of one request in a batch."""
 
-    def __init__(self, req: ChatRequest, prompt_len: int, matcher, torch):
+    def __init__(self, index: int, req: ChatRequest, prompt_len: int, matcher, torch):
+        self.index = index  # the request's place in the call
         self.req = req
         self.prompt_len = prompt_len
         self.matcher = matcher
@@ -52,15 +53,6 @@ class _Row:
         self.gen = None
         if req.temperature > 0:
             self.gen = torch.Generator().manual_seed(req.seed)
-
-
-def balanced_batches(items: list, batch_size: int) -> list[list]:
-    """As few batches as ``batch_size`` allows, of equal size (±1): a decode batch lasts as long
-    as its longest row, so 66 rows go as 33 + 33 rather than 64 + 2."""
-    n = -(-len(items) // batch_size) if items else 0
-    size, extra = divmod(len(items), n) if n else (0, 0)
-    starts = [k * size + min(k, extra) for k in range(n + 1)]
-    return [items[a:b] for a, b in zip(starts, starts[1:])]
 
 
 class TransformersBackend(Backend):
@@ -118,13 +110,14 @@ class TransformersBackend(Backend):
 
     def generate_each(self, requests: Sequence[ChatRequest], on_done: OnDone) -> list[Completion]:
         encoded = [self._prompt_ids(r) for r in requests]
-        # Similar lengths together (less padding in each batch), rows sharing a prefix in one batch.
-        order = grouped_order(encoded, self.min_shared)
         out: list[Completion | None] = [None] * len(requests)
-        for idx in balanced_batches(order, self.batch_size):
-            for i, c in zip(idx, self._decode([requests[i] for i in idx], [encoded[i] for i in idx])):
-                out[i] = c
-                on_done(i, c)  # each decode batch is stored before the next one starts
+
+        def done(i: int, c: Completion) -> None:
+            out[i] = c
+            on_done(i, c)  # stored as each row finishes
+
+        # Similar lengths together (less padding), rows sharing a prefix next to each other.
+        self._decode(requests, encoded, grouped_order(encoded, self.min_shared), done)
         return out  # type: ignore[return-value]
 
     def next_token_logprobs(self, requests: Sequence[ChatRequest], options: Sequence[str]) -> list[list[float]]:
@@ -187,36 +180,68 @@ class TransformersBackend(Backend):
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -input_ids.shape[1]:]
         return self._forward(input_ids, mask, positions, cache), cache, mask, positions
 
-    def _decode(self, reqs: list[ChatRequest], ids: list[list[int]]) -> list[Completion]:
+    def _decode(self, reqs: Sequence[ChatRequest], ids: list[list[int]], order: list[int], done: OnDone) -> None:
+        """Decode requests ``order`` in a batch of up to ``batch_size`` rows, calling ``done`` as
+        each finishes. A batch lasts as long as its longest row, and a decode step costs nearly as
+        much for a few rows as for a full batch, so rows that finish leave the batch and the next
+        requests in ``order`` take their places (continuous batching): they are prefilled apart
+        and their KV cache joins the batch's."""
         torch = self.torch
-        rows = [_Row(r, len(x), self._matcher(r.constraint), torch) for r, x in zip(reqs, ids)]
+        queue = list(order)
         bitmask = None
-        if any(r.matcher for r in rows):
+        if any(r.constraint for r in reqs):
             import xgrammar as xgr
 
-            bitmask = xgr.allocate_token_bitmask(len(rows), self.vocab)
-        present = list(range(len(rows)))  # the rows in the KV cache, finished ones too until a compaction
+            bitmask = xgr.allocate_token_bitmask(min(self.batch_size, len(reqs)), self.vocab)
         with torch.inference_mode():
-            logits, cache, mask, positions = self._prefill(ids, max(r.max_tokens for r in reqs) + 1)
+            live: list[_Row] = []  # the rows in the KV cache, finished ones too until a compaction
+            cache = mask = positions = nxt = None
             while True:
-                active = [k for k, i in enumerate(present) if not rows[i].done]
-                picked = self._pick([rows[present[k]] for k in active], logits[active, -1, : self.vocab].float(), bitmask)
-                nxt = [self.pad] * len(present)  # a finished row still in the batch is fed padding
-                for k, t in zip(active, picked):
-                    nxt[k] = t
-                keep = [k for k, i in enumerate(present) if not rows[i].done]
+                keep = [k for k, r in enumerate(live) if not r.done]
+                free = self.batch_size - len(keep)  # rows join once a quarter of the batch is free
+                joining = queue[:free] if 4 * free >= self.batch_size or not keep else []
+                if not keep and not joining:
+                    return
+                # finished rows leave the batch (a copy of the KV cache) once they are a quarter
+                # of it, or when rows join
                 if not keep:
-                    break
-                # finished rows leave the batch (a copy of the KV cache) once they are a quarter of it
-                if 4 * (len(present) - len(keep)) >= len(present):
+                    live = []  # the batch's cache goes; the joining rows start one
+                elif joining or 4 * (len(live) - len(keep)) >= len(live):
                     cache.batch_select_indices(torch.tensor(keep))
                     mask, positions = mask[keep], positions[keep]
-                    nxt = [nxt[k] for k in keep]
-                    present = [present[k] for k in keep]
-                mask = torch.cat([mask, torch.ones(len(present), 1, dtype=mask.dtype)], dim=1)
+                    nxt, live = [nxt[k] for k in keep], [live[k] for k in keep]
+                if joining:
+                    del queue[: len(joining)]
+                    rows = [_Row(i, reqs[i], len(ids[i]), self._matcher(reqs[i].constraint), torch) for i in joining]
+                    reserve = max(r.req.max_tokens - r.count for r in live + rows) + 1
+                    logits, new_cache, new_mask, new_positions = self._prefill([ids[i] for i in joining], reserve)
+                    picked = self._picked(rows, logits[:, -1, : self.vocab].float(), bitmask, done)
+                    if live:
+                        cache.extend_rows(new_cache, reserve)
+                        width = max(mask.shape[1], new_mask.shape[1])
+                        mask = torch.cat([torch.nn.functional.pad(m, (width - m.shape[1], 0)) for m in (mask, new_mask)])
+                        positions = torch.cat([positions[:, -1:], new_positions[:, -1:]])
+                    else:
+                        cache, mask, positions = new_cache, new_mask, new_positions
+                    nxt, live = nxt + picked if live else picked, live + rows
+                    if all(r.done for r in live):
+                        continue
+                mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype)], dim=1)
                 positions = positions[:, -1:] + 1
                 logits = self._forward(torch.tensor(nxt).unsqueeze(1), mask, positions, cache)
-        return [self._completion(r) for r in rows]
+                active = [k for k, r in enumerate(live) if not r.done]
+                picked = self._picked([live[k] for k in active], logits[active, -1, : self.vocab].float(), bitmask, done)
+                nxt = [self.pad] * len(live)  # a finished row still in the batch is fed padding
+                for k, t in zip(active, picked):
+                    nxt[k] = t
+
+    def _picked(self, rows: list[_Row], logits, bitmask, done: OnDone) -> list[int]:
+        """``_pick``, then ``done`` for each row it finished."""
+        picked = self._pick(rows, logits, bitmask)
+        for r in rows:
+            if r.done:
+                done(r.index, self._completion(r))
+        return picked
 
     def _pick(self, rows: list[_Row], logits, bitmask) -> list[int]:
         """One next token per live row (row i of ``logits``)."""
