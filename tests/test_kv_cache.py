@@ -43,3 +43,27 @@ def test_decode_steps_within_the_reserve_write_in_place():
     cache.update(torch.ones(2, 1, 1, 3), torch.ones(2, 1, 1, 3), 0)  # past the reserve: grows once
     assert cache.layers[0]._keys is not buffer and cache.layers[0]._keys.shape[-2] == 15 + 4
     assert cache.layers[0].keys[:, :, 10:].eq(1).all() and cache.layers[0].keys[:, :, :10].eq(0).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 9), st.integers(1, 3), st.integers(1, 9), st.integers(0, 4), st.integers(0, 4))
+def test_rows_joining_a_cache_keep_their_states_left_padded_with_zeros(rows_a, len_a, rows_b, len_b, reserve, more):
+    gen = torch.Generator().manual_seed(1)
+    a, b = ReservedLayer(2), ReservedLayer(0)
+    ka, va, kb, vb = (torch.randn(r, 2, n, 3, generator=gen) for r, n in ((rows_a, len_a),) * 2 + ((rows_b, len_b),) * 2)
+    a.update(ka, va)
+    b.update(kb, vb)
+    a.extend_rows(b, reserve)
+    width = max(len_a, len_b)
+    assert a.get_seq_length() == width and a.keys.shape[0] == rows_a + rows_b
+    for got, mine, theirs in ((a.keys, ka, kb), (a.values, va, vb)):
+        assert torch.equal(got[:rows_a, :, width - len_a:], mine) and torch.equal(got[rows_a:, :, width - len_b:], theirs)
+        assert got[:rows_a, :, : width - len_a].eq(0).all() and got[rows_a:, :, : width - len_b].eq(0).all()
+    # decode steps within the new reserve write in place, past it the layer grows
+    buffer = a._keys
+    for step in range(reserve + more):
+        k = torch.full((rows_a + rows_b, 2, 1, 3), float(step))
+        a.update(k, k)
+        assert (a._keys is buffer) == (step < reserve)
+    assert a.get_seq_length() == width + reserve + more
+    assert torch.equal(a.keys[:rows_a, :, width - len_a: width], ka)
