@@ -195,7 +195,8 @@ class TransformersBackend(Backend):
             bitmask = xgr.allocate_token_bitmask(min(self.batch_size, len(reqs)), self.vocab)
         with torch.inference_mode():
             live: list[_Row] = []  # the rows in the KV cache, finished ones too until a compaction
-            cache = mask = positions = nxt = None
+            nxt: list[int] = []  # each live row's next input token
+            cache = mask = positions = None
             while True:
                 keep = [k for k, r in enumerate(live) if not r.done]
                 free = self.batch_size - len(keep)  # rows join once a quarter of the batch is free
@@ -205,7 +206,7 @@ class TransformersBackend(Backend):
                 # finished rows leave the batch (a copy of the KV cache) once they are a quarter
                 # of it, or when rows join
                 if not keep:
-                    live = []  # the batch's cache goes; the joining rows start one
+                    live, nxt = [], []  # the batch's cache goes; the joining rows start one
                 elif joining or 4 * (len(live) - len(keep)) >= len(live):
                     cache.batch_select_indices(torch.tensor(keep))
                     mask, positions = mask[keep], positions[keep]
@@ -223,7 +224,7 @@ class TransformersBackend(Backend):
                         positions = torch.cat([positions[:, -1:], new_positions[:, -1:]])
                     else:
                         cache, mask, positions = new_cache, new_mask, new_positions
-                    nxt, live = nxt + picked if live else picked, live + rows
+                    nxt, live = nxt + picked, live + rows
                     if all(r.done for r in live):
                         continue
                 mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype)], dim=1)
