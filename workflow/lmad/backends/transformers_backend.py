@@ -71,6 +71,10 @@ class TransformersBackend(Backend):
         self.dtype = resolve_dtype(dtype)
         self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, self.dtype))
         self.model.eval()
+        if self.dtype == "float32":  # a decode step's few rows as W @ xᵀ
+            from .decode_linear import use_decode_linear
+
+            use_decode_linear(self.model)
         if perturb:  # a seeded weight-perturbed agent (societies' neural-thicket pool; backends/perturb.py)
             from .perturb import perturb_suffix, perturb_weights
 
