@@ -3,7 +3,7 @@
 A decode step multiplies each weight matrix by one row per live request. torch's CPU ``linear``
 (``x @ Wᵀ``) reads the weights at a fraction of the memory's speed when there are only a few
 rows: on 2 cores (AMD EPYC, AVX2), a whole SmolLM2-135M step's products, weights streamed from
-memory, took 100–148 ms at 2–12 rows and 50–115 ms as ``W @ xᵀ``, the same arithmetic with the
+memory, took 100–124 ms at 2–8 rows and 43–88 ms as ``W @ xᵀ``, the same arithmetic with the
 operands' roles swapped in the BLAS call. At 1 row and from 12 rows on the two give the same
 bits; at 2–11 rows they differ in the last bits, where torch's own ``linear`` already gives other
 bits than for the same rows in a larger batch (``benchmarks/decode_linear.py``). More rows (a
