@@ -121,9 +121,10 @@ def main() -> None:
         else:
             engines[v] = TransformersBackend(name="bench", model=args.model, batch_size=args.batch_size,
                                              threads=engine_threads(v), dtype=v.partition(":")[0].partition("+")[0])
-            if v.partition(":")[0].endswith("+torch-linear"):  # undo the backend's decode_linear routing
-                for module in engines[v].model.modules():
-                    module.__dict__.pop("forward", None)
+            if v.partition(":")[0].endswith("+torch-linear"):
+                from lmad.backends.decode_linear import use_torch_linear
+
+                use_torch_linear(engines[v].model)
         load_s[v] = time.perf_counter() - t0
     runs: dict[str, list] = {v: [] for v in args.variants}
     for _ in range(args.repeats):

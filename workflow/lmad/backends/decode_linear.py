@@ -22,11 +22,16 @@ def decode_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
     if not 1 <= rows <= MAX_ROWS:
         return torch.nn.functional.linear(x, weight, bias)
-    out = torch.mm(weight, x.reshape(rows, x.shape[-1]).t()).t()
+    out = swapped_linear(x.reshape(rows, x.shape[-1]), weight)
     if bias is not None:
         out = out + bias
-    # contiguous: callers view the output as heads
-    return out.contiguous().reshape(*x.shape[:-1], weight.shape[0])
+    return out.reshape(*x.shape[:-1], weight.shape[0])
+
+
+def swapped_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``x @ weightᵀ`` for a 2-D ``x``, computed as ``(weight @ xᵀ)ᵀ``; contiguous, since callers
+    view the output as heads."""
+    return torch.mm(weight, x.t()).t().contiguous()
 
 
 def use_decode_linear(model: torch.nn.Module) -> int:
@@ -37,6 +42,12 @@ def use_decode_linear(model: torch.nn.Module) -> int:
             module.forward = _forward_of(module)
             routed += 1
     return routed
+
+
+def use_torch_linear(model: torch.nn.Module) -> None:
+    """Undo ``use_decode_linear``: every layer back to its class's ``forward``."""
+    for module in model.modules():
+        module.__dict__.pop("forward", None)
 
 
 def _forward_of(module: torch.nn.Linear):
